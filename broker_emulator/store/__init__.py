@@ -1,0 +1,1 @@
+"""Broker storage: commit log, consume queues, consumer offsets (RocketMQ's model)."""

@@ -1,0 +1,1 @@
+"""pyspark-rocketmq connector: the `rocketmq` Python data source (reader, writer, client)."""
