@@ -44,7 +44,7 @@ class MessageFilter:
             keys = table.column("keys").to_pylist()
             props = table.column("properties").to_pylist()
             out = []
-            for tag, k, p in zip(tags, keys, props):
+            for tag, k, p in zip(tags, keys, props, strict=True):
                 d = dict(p) if p else {}
                 if tag is not None:
                     d.setdefault("TAGS", tag)

@@ -21,7 +21,9 @@ from enum import IntEnum
 log = logging.getLogger(__name__)
 
 MAGIC = 0x524D5131  # "RMQ1"
-_HEADER = struct.Struct("<IIIHqiiH")  # magic, payload_len, crc32, kind, base_offset, count, queue_id, topic_len
+_HEADER = struct.Struct(
+    "<IIIHqiiH"
+)  # magic, payload_len, crc32, kind, base_offset, count, queue_id, topic_len
 DEFAULT_FILE_SIZE = 128 * 1024 * 1024
 
 
@@ -70,7 +72,9 @@ class CommitLog:
         self._cond = threading.Condition(self._lock)
         self._closed = False
         self._flusher: threading.Thread | None = None
-        self.file_contents: dict[int, dict[tuple[str, int], int]] = {}  # file base -> (topic, queue) -> end offset
+        self.file_contents: dict[
+            int, dict[tuple[str, int], int]
+        ] = {}  # file base -> (topic, queue) -> end offset
         if directory is not None:
             os.makedirs(directory, exist_ok=True)
 
@@ -116,7 +120,9 @@ class CommitLog:
                 pos += size
             self.file_contents[base] = contents
             if pos < len(data):
-                log.warning("commit log %s: truncating %d torn/corrupt bytes at %d", path, len(data) - pos, pos)
+                log.warning(
+                    "commit log %s: truncating %d torn/corrupt bytes at %d", path, len(data) - pos, pos
+                )
                 with open(path, "r+b") as f:
                     f.truncate(pos)
                 for later in bases[i + 1 :]:
@@ -128,7 +134,9 @@ class CommitLog:
         self._position = self._written = self._flushed = end
         if last_base is not None:
             self._file_base = last_base
-            self._fd = os.open(self._file_path(self._file_base), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            self._fd = os.open(
+                self._file_path(self._file_base), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644
+            )
 
     # ---------------------------------------------------------------- append
     def reserve(self, size: int) -> int:
@@ -144,7 +152,9 @@ class CommitLog:
     ) -> tuple[int, int]:
         """Appends one record; returns (physical position, size). Durable once `wait_durable` resolves."""
         tb = topic.encode("utf-8")
-        header = _HEADER.pack(MAGIC, len(payload), zlib.crc32(payload), kind, base_offset, count, queue_id, len(tb))
+        header = _HEADER.pack(
+            MAGIC, len(payload), zlib.crc32(payload), kind, base_offset, count, queue_id, len(tb)
+        )
         size = len(header) + len(tb) + len(payload)
         with self._lock:
             if self.directory is None:

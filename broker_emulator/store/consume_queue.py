@@ -58,7 +58,12 @@ class ConsumeQueue:
             first = batch.column(0)[0].as_py()
             self.min_offset = self.max_offset = first
         last = self.segments[-1] if self.segments else None
-        if last is not None and last.end == self.max_offset and n < MERGE_LIMIT and last.count + n <= MERGE_LIMIT:
+        if (
+            last is not None
+            and last.end == self.max_offset
+            and n < MERGE_LIMIT
+            and last.count + n <= MERGE_LIMIT
+        ):
             last.batch = pa.concat_batches([last.batch, batch])
             last.size += size
         else:

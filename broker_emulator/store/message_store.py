@@ -102,8 +102,13 @@ class MessageStore:
                 cq = self.queue(rec.topic, rec.queue_id)
                 if cq.max_offset != rec.base_offset:
                     if cq.max_offset > rec.base_offset:
-                        log.warning("%s: skipping duplicate record %s:%d@%d", self.broker_name, rec.topic,
-                                    rec.queue_id, rec.base_offset)
+                        log.warning(
+                            "%s: skipping duplicate record %s:%d@%d",
+                            self.broker_name,
+                            rec.topic,
+                            rec.queue_id,
+                            rec.base_offset,
+                        )
                         continue
                     cq.reset_empty(rec.base_offset)
                 for batch in table.to_batches():
@@ -167,7 +172,10 @@ class MessageStore:
                 )
             cq.append(batch, pos, size)
             self.put_count += batch.num_rows
-            if self.retention_messages is not None and cq.max_offset - cq.min_offset > self.retention_messages:
+            if (
+                self.retention_messages is not None
+                and cq.max_offset - cq.min_offset > self.retention_messages
+            ):
                 self._set_min(cq, cq.max_offset - self.retention_messages)
         for listener in self.listeners:
             listener(topic, queue_id, cq.max_offset, cols.tag_code)
@@ -207,7 +215,9 @@ class MessageStore:
             if offset > hi:
                 return GetResult(OFFSET_ILLEGAL, hi, lo, hi)
             max_messages = max(1, max_messages)
-            scanned = cq.read(offset, max(MIN_SCAN_ENTRIES, max_messages) if not flt.match_all else max_messages)
+            scanned = cq.read(
+                offset, max(MIN_SCAN_ENTRIES, max_messages) if not flt.match_all else max_messages
+            )
         n = scanned.num_rows
         mask = flt.mask(scanned)
         if mask is None:

@@ -1,0 +1,207 @@
+"""The emulated cluster: brokers (each a store, faults, endpoint) plus the name-server view of routes."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+from dataclasses import dataclass, field
+
+from .clients import ClientRegistry
+from .faults import FaultState
+from .store.message_store import MessageStore, TopicConfig
+
+log = logging.getLogger(__name__)
+
+TOPIC_PATTERN = re.compile(r"^[%a-zA-Z0-9_|-]+$")
+GROUP_PATTERN = re.compile(r"^[%a-zA-Z0-9_|-]+$")
+TOPIC_MAX_LENGTH = 127
+GROUP_MAX_LENGTH = 120
+SYSTEM_TOPICS = {
+    "TBW102",
+    "SCHEDULE_TOPIC_XXXX",
+    "RMQ_SYS_TRANS_HALF_TOPIC",
+    "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+    "BenchmarkTest",
+    "OFFSET_MOVED_EVENT",
+    "SELF_TEST_TOPIC",
+    "RMQ_SYS_TRACE_TOPIC",
+}
+MESSAGE_TYPES = ("NORMAL", "FIFO", "DELAY", "TRANSACTION", "MIXED")
+DEFAULT_MAX_BODY_SIZE = 4 * 1024 * 1024
+
+
+def broker_name(index: int) -> str:
+    """broker-a, broker-b, ..., broker-z, broker-aa, ..."""
+    letters = ""
+    i = index
+    while True:
+        letters = chr(ord("a") + i % 26) + letters
+        i = i // 26 - 1
+        if i < 0:
+            return f"broker-{letters}"
+
+
+def topic_error(name: str) -> str | None:
+    """Why a topic name is illegal (the proxy's checks), or None."""
+    if not name or not name.strip():
+        return "topic name is blank"
+    if len(name) > TOPIC_MAX_LENGTH and not name.startswith(("%RETRY%", "%DLQ%")):
+        return f"topic name is longer than {TOPIC_MAX_LENGTH} characters"
+    if not TOPIC_PATTERN.match(name):
+        return f"topic name {name!r} contains characters other than [%a-zA-Z0-9_|-]"
+    if name in SYSTEM_TOPICS or name.startswith("rmq_sys_"):
+        return f"topic {name!r} is a system topic"
+    return None
+
+
+def group_error(name: str) -> str | None:
+    if not name or not name.strip():
+        return "consumer group is blank"
+    if len(name) > GROUP_MAX_LENGTH:
+        return f"consumer group is longer than {GROUP_MAX_LENGTH} characters"
+    if not GROUP_PATTERN.match(name):
+        return f"consumer group {name!r} contains characters other than [%a-zA-Z0-9_|-]"
+    if name.startswith("CID_RMQ_SYS_"):
+        return f"consumer group {name!r} is a system group"
+    return None
+
+
+@dataclass
+class Broker:
+    name: str
+    index: int
+    store: MessageStore
+    faults: FaultState = field(default_factory=FaultState)
+    host: str = "127.0.0.1"
+    port: int = 0
+    _rr: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def endpoint(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def next_queue(self, topic: str, queues: int) -> int:
+        """Round robin over the topic's queues on this broker (sends without a queue id)."""
+        n = self._rr.get(topic, -1) + 1
+        self._rr[topic] = n
+        return n % queues
+
+    def set_fault(self, **kwargs) -> dict:
+        return self.faults.set(**kwargs).to_dict()
+
+    def clear_faults(self) -> dict:
+        return self.faults.clear().to_dict()
+
+
+@dataclass
+class ClusterConfig:
+    brokers: int = 2
+    default_queues: int = 8
+    data_dir: str | None = None
+    host: str = "127.0.0.1"
+    advertised_host: str | None = None
+    auto_create_topics: bool = False
+    max_body_size: int = DEFAULT_MAX_BODY_SIZE
+    flush: str = "sync"
+    retention_messages: int | None = None
+    retention_hours: float | None = None
+    commitlog_file_size: int | None = None
+    max_held_requests: int = 100_000
+
+
+class Cluster:
+    """All brokers of one emulator process; any broker answers routes for the whole cluster."""
+
+    def __init__(self, config: ClusterConfig) -> None:
+        self.config = config
+        self.clients = ClientRegistry()
+        self.brokers: list[Broker] = []
+        self.lock = threading.RLock()
+        for _ in range(config.brokers):
+            self.add_broker()
+
+    def add_broker(self) -> Broker:
+        with self.lock:
+            i = len(self.brokers)
+            name = broker_name(i)
+            ddir = os.path.join(self.config.data_dir, name) if self.config.data_dir else None
+            store = MessageStore(
+                name,
+                ddir,
+                flush=self.config.flush,
+                retention_messages=self.config.retention_messages,
+                retention_hours=self.config.retention_hours,
+                commitlog_file_size=self.config.commitlog_file_size,
+            )
+            b = Broker(name, i, store, host=self.config.advertised_host or self.config.host)
+            # A broker joining a running cluster serves the cluster's topics (as if created cluster-wide).
+            for other in self.brokers[:1]:
+                for cfg in other.store.topics.values():
+                    if cfg.name not in store.topics:
+                        store.create_topic(cfg.name, cfg.queues, cfg.perm, cfg.message_type)
+            self.brokers.append(b)
+            return b
+
+    def broker(self, name: str) -> Broker:
+        for b in self.brokers:
+            if b.name == name:
+                return b
+        raise KeyError(f"no broker named {name!r}; brokers: {', '.join(b.name for b in self.brokers)}")
+
+    def create_topic(
+        self,
+        name: str,
+        queues: int | None = None,
+        message_type: str = "MIXED",
+        brokers: list[str] | None = None,
+    ) -> list[TopicConfig]:
+        err = topic_error(name) if not name.startswith(("%RETRY%", "%DLQ%")) else None
+        if err:
+            raise ValueError(err)
+        queues = self.config.default_queues if queues is None else int(queues)
+        if not 1 <= queues <= 1024:
+            raise ValueError(f"queues must be within 1..1024, got {queues}")
+        if message_type not in MESSAGE_TYPES:
+            raise ValueError(f"message_type must be one of {', '.join(MESSAGE_TYPES)}, got {message_type!r}")
+        out = []
+        with self.lock:
+            for b in self.brokers:
+                if brokers is None or b.name in brokers:
+                    out.append(b.store.create_topic(name, queues, 6, message_type))
+        return out
+
+    def topic_exists(self, name: str) -> bool:
+        return any(name in b.store.topics for b in self.brokers)
+
+    def route(self, topic: str) -> list[tuple[Broker, TopicConfig]]:
+        """Brokers serving the topic, sorted by broker name."""
+        out = []
+        for b in sorted(self.brokers, key=lambda x: x.name):
+            cfg = b.store.topics.get(topic)
+            if cfg is not None:
+                out.append((b, cfg))
+        return out
+
+    def ensure_topic(self, topic: str) -> bool:
+        """Auto-creates an unknown topic when allowed; returns whether it exists now."""
+        if self.topic_exists(topic):
+            return True
+        if self.config.auto_create_topics and topic_error(topic) is None:
+            log.info("auto-creating topic %s with %d queues per broker", topic, self.config.default_queues)
+            self.create_topic(topic)
+            return True
+        return False
+
+    def recover(self) -> None:
+        for b in self.brokers:
+            b.store.recover()
+
+    def apply_retention(self) -> None:
+        for b in self.brokers:
+            b.store.apply_retention()
+
+    def close(self) -> None:
+        for b in self.brokers:
+            b.store.close()
