@@ -76,6 +76,7 @@ class Broker:
     faults: FaultState = field(default_factory=FaultState)
     host: str = "127.0.0.1"
     port: int = 0
+    polling: object | None = None  # LongPollingService, set by the server
     _rr: dict[str, int] = field(default_factory=dict)
 
     @property

@@ -1,0 +1,106 @@
+"""Runs the cluster's gRPC servers (one endpoint per broker) on an asyncio event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import grpc
+from rocketmq.grpc_protocol import service_pb2_grpc
+
+from connector.protocol import pb_grpc
+
+from .cluster import Cluster, ClusterConfig
+from .long_polling import LongPollingService
+from .services.extension import ExtensionService
+from .services.messaging import MessagingService
+
+log = logging.getLogger(__name__)
+
+MAX_MESSAGE_BYTES = 128 * 1024 * 1024
+HOUSEKEEPING_INTERVAL_S = 1.0
+
+
+class EmulatorServer:
+    """The brokers of one cluster, each listening on `port + i` (or an ephemeral port when port is 0)."""
+
+    def __init__(
+        self,
+        config: ClusterConfig,
+        port: int = 8081,
+        tls_cert: bytes | None = None,
+        tls_key: bytes | None = None,
+    ) -> None:
+        self.config = config
+        self.port = port
+        self.tls = (tls_key, tls_cert) if tls_cert and tls_key else None
+        self.cluster = Cluster(config)
+        self.servers: list[grpc.aio.Server] = []
+        self.services: list[MessagingService] = []
+        self._housekeeping: asyncio.Task | None = None
+
+    @property
+    def endpoints(self) -> str:
+        return ";".join(b.endpoint for b in self.cluster.brokers)
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self.cluster.recover()
+        for b in self.cluster.brokers:
+            await self._start_broker(b, loop)
+        self._housekeeping = asyncio.ensure_future(self._housekeep())
+
+    async def _start_broker(self, b, loop) -> None:
+        polling = LongPollingService(loop, self.config.max_held_requests)
+        b.polling = polling
+        b.store.listeners.append(polling.notify)
+        server = grpc.aio.server(
+            options=[
+                ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+                ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+                ("grpc.so_reuseport", 0),
+            ]
+        )
+        messaging = MessagingService(self.cluster, b, polling)
+        service_pb2_grpc.add_MessagingServiceServicer_to_server(messaging, server)
+        pb_grpc.add_EmulatorServiceServicer_to_server(ExtensionService(self.cluster, b, polling), server)
+        want = 0 if self.port == 0 else self.port + b.index
+        addr = f"{self.config.host}:{want}"
+        if self.tls:
+            creds = grpc.ssl_server_credentials([self.tls])
+            bound = server.add_secure_port(addr, creds)
+        else:
+            bound = server.add_insecure_port(addr)
+        if bound == 0:
+            raise OSError(f"{b.name}: cannot bind {addr}")
+        b.port = bound
+        await server.start()
+        self.servers.append(server)
+        self.services.append(messaging)
+        log.info("%s listening on %s", b.name, b.endpoint)
+
+    async def add_broker(self):
+        """Adds a broker to the running cluster (it serves every existing topic)."""
+        b = self.cluster.add_broker()
+        await self._start_broker(b, asyncio.get_running_loop())
+        return b
+
+    async def _housekeep(self) -> None:
+        while True:
+            await asyncio.sleep(HOUSEKEEPING_INTERVAL_S)
+            try:
+                self.cluster.apply_retention()
+                self.cluster.clients.expire()
+            except Exception:
+                log.exception("housekeeping failed")
+
+    async def stop(self, grace: float = 1.0) -> None:
+        """Stops serving, answers held requests, flushes and closes the stores."""
+        if self._housekeeping is not None:
+            self._housekeeping.cancel()
+        for b in self.cluster.brokers:
+            if getattr(b, "polling", None) is not None:
+                b.polling.wake_all()
+        await asyncio.gather(*(s.stop(grace) for s in self.servers), return_exceptions=True)
+        self.servers.clear()
+        self.cluster.close()

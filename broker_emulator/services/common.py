@@ -1,0 +1,44 @@
+"""Per-RPC plumbing shared by the services: status objects, metadata, fault injection."""
+
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+from rocketmq.grpc_protocol import definition_pb2 as d
+
+from ..cluster import Broker
+
+
+def status(code: int, message: str | None = None) -> d.Status:
+    """An in-band status; the message defaults to the code's name, as the proxy does."""
+    return d.Status(code=code, message=message if message is not None else d.Code.Name(code))
+
+
+OK = status(d.OK)
+
+
+def metadata(context: grpc.aio.ServicerContext) -> dict[str, str]:
+    md = context.invocation_metadata() or ()
+    return {k: v for k, v in md if isinstance(v, str)}
+
+
+async def apply_faults(broker: Broker, context: grpc.aio.ServicerContext) -> None:
+    """`down` refuses the RPC with gRPC UNAVAILABLE; `latency_ms` delays it."""
+    f = broker.faults.current
+    if f.down:
+        await context.abort(grpc.StatusCode.UNAVAILABLE, f"{broker.name} is down (injected fault)")
+    if f.latency_ms > 0:
+        await asyncio.sleep(f.latency_ms / 1000.0)
+
+
+def duration_seconds(duration) -> float:
+    return duration.seconds + duration.nanos / 1e9
+
+
+def polling_timeout(requested_s: float, context: grpc.aio.ServicerContext, margin_s: float = 0.2) -> float:
+    """The long-polling time, cut so the answer arrives before the client's gRPC deadline."""
+    remaining = context.time_remaining()
+    if remaining is not None:
+        requested_s = min(requested_s, max(remaining - margin_s, 0.0))
+    return max(requested_s, 0.0)

@@ -1,0 +1,399 @@
+"""apache.rocketmq.v2.MessagingService of one emulated broker (one endpoint)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator
+
+import grpc
+from google.protobuf import duration_pb2
+from rocketmq.grpc_protocol import definition_pb2 as d
+from rocketmq.grpc_protocol import service_pb2 as s
+from rocketmq.grpc_protocol import service_pb2_grpc
+
+from ..cluster import Broker, Cluster, group_error, topic_error
+from ..filtering import FilterError, parse_filter
+from ..hashing import guava_consistent_hash, java_string_hash
+from ..long_polling import LongPollingService
+from ..store.records import MessageColumns
+from .common import OK, apply_faults, duration_seconds, metadata, polling_timeout, status
+from .converters import add_message, decode_body, derive_message_type, table_to_messages, wrap_namespace
+from .pulling import pull, pull_status
+from .validation import SendRejected, accept_message_types, check_message, check_type
+
+log = logging.getLogger(__name__)
+
+# Metadata a client sets when its SendMessage names the queue itself (proto3 cannot tell queue_id 0 from unset).
+EXPLICIT_QUEUE_HEADER = "x-mq-queue-id-explicit"
+PULL_MAX_BATCH = 1024
+RETRY_DELAYS_S = [1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200]
+CLIENT_TYPES = {
+    1: "PRODUCER",
+    2: "PUSH_CONSUMER",
+    3: "SIMPLE_CONSUMER",
+    4: "PULL_CONSUMER",
+    5: "LITE_PUSH",
+    6: "LITE_SIMPLE",
+}
+
+
+def _dur(seconds: float) -> duration_pb2.Duration:
+    return duration_pb2.Duration(seconds=int(seconds), nanos=int((seconds - int(seconds)) * 1e9))
+
+
+class MessagingService(service_pb2_grpc.MessagingServiceServicer):
+    """Serves one broker; routes and client registration are answered for the whole cluster."""
+
+    def __init__(self, cluster: Cluster, broker: Broker, polling: LongPollingService) -> None:
+        self.cluster = cluster
+        self.broker = broker
+        self.store = broker.store
+        self.polling = polling
+        self.telemetry_sessions: dict[str, asyncio.Queue] = {}
+
+    # ------------------------------------------------------------------ helpers
+    def _client_id(self, context) -> str:
+        return metadata(context).get("x-mq-client-id", "")
+
+    def _queue_route(self, topic: str, namespace: str) -> list[d.MessageQueue]:
+        out = []
+        name = topic[len(namespace) + 1 :] if namespace and topic.startswith(namespace + "%") else topic
+        for b, cfg in self.cluster.route(topic):
+            if b.faults.current.read_only or not cfg.perm & 2:
+                perm = d.READ if cfg.perm & 4 else d.NONE
+            else:
+                perm = d.READ_WRITE if cfg.perm & 4 else d.WRITE
+            broker_pb = d.Broker(
+                name=b.name,
+                id=0,
+                endpoints=d.Endpoints(scheme=d.IPv4, addresses=[d.Address(host=b.host, port=b.port)]),
+            )
+            types = accept_message_types(cfg.message_type)
+            for qid in range(cfg.queues):
+                out.append(
+                    d.MessageQueue(
+                        topic=d.Resource(name=name, resource_namespace=namespace),
+                        id=qid,
+                        permission=perm,
+                        broker=broker_pb,
+                        accept_message_types=types,
+                    )
+                )
+        return out
+
+    def _check_queue(self, mq) -> tuple[str, int, int | None, str | None]:
+        """(stored topic, queue id, error code, error message) for a request's message_queue."""
+        topic = wrap_namespace(mq.topic)
+        err = topic_error(mq.topic.name)
+        if err:
+            return topic, mq.id, d.ILLEGAL_TOPIC, err
+        cfg = self.store.topics.get(topic)
+        if cfg is None:
+            return topic, mq.id, d.TOPIC_NOT_FOUND, f"topic {topic} is not served by {self.broker.name}"
+        if not 0 <= mq.id < cfg.queues:
+            return (
+                topic,
+                mq.id,
+                d.BAD_REQUEST,
+                (f"queue id {mq.id} of topic {topic} is outside 0..{cfg.queues - 1} on {self.broker.name}"),
+            )
+        return topic, mq.id, None, None
+
+    # ------------------------------------------------------------------ route / clients
+    async def QueryRoute(self, request, context):
+        await apply_faults(self.broker, context)
+        err = topic_error(request.topic.name)
+        if err:
+            return s.QueryRouteResponse(status=status(d.ILLEGAL_TOPIC, err))
+        topic = wrap_namespace(request.topic)
+        if not self.cluster.topic_exists(topic):
+            return s.QueryRouteResponse(status=status(d.TOPIC_NOT_FOUND, f"topic {topic} does not exist"))
+        return s.QueryRouteResponse(
+            status=OK, message_queues=self._queue_route(topic, request.topic.resource_namespace)
+        )
+
+    async def Heartbeat(self, request, context):
+        await apply_faults(self.broker, context)
+        cid = self._client_id(context)
+        if not cid:
+            return s.HeartbeatResponse(status=status(d.CLIENT_ID_REQUIRED, "x-mq-client-id is required"))
+        ctype = CLIENT_TYPES.get(request.client_type)
+        if ctype is None:
+            return s.HeartbeatResponse(
+                status=status(d.UNRECOGNIZED_CLIENT_TYPE, f"client type {request.client_type}")
+            )
+        group = wrap_namespace(request.group) if request.HasField("group") else ""
+        if ctype != "PRODUCER":
+            err = group_error(request.group.name)
+            if err:
+                return s.HeartbeatResponse(status=status(d.ILLEGAL_CONSUMER_GROUP, err))
+        md = metadata(context)
+        self.cluster.clients.touch(
+            cid,
+            self.broker.name,
+            client_type=ctype,
+            group=group,
+            language=md.get("x-mq-language"),
+            version=md.get("x-mq-client-version"),
+        )
+        return s.HeartbeatResponse(status=OK)
+
+    def _settings_reply(self, settings: d.Settings) -> d.Settings:
+        """The proxy's merged settings: producer publishing limits, consumer subscription and backoff."""
+        out = d.Settings()
+        out.CopyFrom(settings)
+        out.metric.on = False
+        if settings.HasField("publishing"):
+            out.publishing.max_body_size = self.cluster.config.max_body_size
+            out.publishing.validate_message_type = True
+            out.backoff_policy.CopyFrom(
+                d.RetryPolicy(
+                    max_attempts=3,
+                    exponential_backoff=d.ExponentialBackoff(initial=_dur(0.01), max=_dur(1), multiplier=2.0),
+                )
+            )
+        elif settings.HasField("subscription"):
+            out.subscription.receive_batch_size = 32
+            out.subscription.long_polling_timeout.CopyFrom(_dur(20))
+            if not out.subscription.HasField("fifo"):
+                out.subscription.fifo = False
+            out.backoff_policy.CopyFrom(
+                d.RetryPolicy(
+                    max_attempts=17,
+                    customized_backoff=d.CustomizedBackoff(next=[_dur(x) for x in RETRY_DELAYS_S]),
+                )
+            )
+        return out
+
+    def _register_settings(self, cid: str, settings: d.Settings, md: dict[str, str]) -> None:
+        ctype = CLIENT_TYPES.get(settings.client_type, "UNKNOWN")
+        group, topics = "", []
+        if settings.HasField("publishing"):
+            topics = [wrap_namespace(t) for t in settings.publishing.topics]
+        if settings.HasField("subscription"):
+            group = wrap_namespace(settings.subscription.group)
+            topics = [wrap_namespace(e.topic) for e in settings.subscription.subscriptions]
+        self.cluster.clients.touch(
+            cid,
+            self.broker.name,
+            client_type=ctype,
+            group=group,
+            topics=topics,
+            language=md.get("x-mq-language"),
+            version=md.get("x-mq-client-version"),
+            settings=settings,
+        )
+
+    async def Telemetry(self, request_iterator, context) -> AsyncIterator[s.TelemetryCommand]:
+        await apply_faults(self.broker, context)
+        md = metadata(context)
+        cid = md.get("x-mq-client-id", "")
+        outbound: asyncio.Queue = asyncio.Queue()
+        if cid:
+            self.telemetry_sessions[cid] = outbound
+
+        async def read_commands() -> None:
+            try:
+                async for cmd in request_iterator:
+                    if cmd.HasField("settings"):
+                        st = cmd.settings
+                        if not st.HasField("publishing") and not st.HasField("subscription"):
+                            await outbound.put(
+                                s.TelemetryCommand(
+                                    status=status(
+                                        d.BAD_REQUEST,
+                                        "there is no publishing or subscription data in settings",
+                                    )
+                                )
+                            )
+                            continue
+                        self._register_settings(cid, st, md)
+                        await outbound.put(s.TelemetryCommand(status=OK, settings=self._settings_reply(st)))
+                    else:
+                        self.cluster.clients.touch(cid, self.broker.name)
+            except (asyncio.CancelledError, grpc.aio.AioRpcError):
+                pass
+            finally:
+                await outbound.put(None)
+
+        reader = asyncio.ensure_future(read_commands())
+        try:
+            while True:
+                item = await outbound.get()
+                if item is None:
+                    break
+                yield item
+        finally:
+            reader.cancel()
+            if self.telemetry_sessions.get(cid) is outbound:
+                del self.telemetry_sessions[cid]
+
+    async def NotifyClientTermination(self, request, context):
+        await apply_faults(self.broker, context)
+        cid = self._client_id(context)
+        if not cid:
+            return s.NotifyClientTerminationResponse(
+                status=status(d.CLIENT_ID_REQUIRED, "x-mq-client-id is required")
+            )
+        self.cluster.clients.remove(cid)
+        return s.NotifyClientTerminationResponse(status=OK)
+
+    # ------------------------------------------------------------------ send
+    async def SendMessage(self, request, context):
+        await apply_faults(self.broker, context)
+        try:
+            entries = await self._send(request, context)
+        except SendRejected as e:
+            return s.SendMessageResponse(status=status(e.code, e.message))
+        return s.SendMessageResponse(status=OK, entries=entries)
+
+    async def _send(self, request, context) -> list[s.SendResultEntry]:
+        msgs = request.messages
+        if not msgs:
+            raise SendRejected(d.MESSAGE_CORRUPTED, "the request holds no message")
+        first = msgs[0].topic
+        err = topic_error(first.name)
+        if err:
+            raise SendRejected(d.ILLEGAL_TOPIC, err)
+        for i, m in enumerate(msgs):
+            if m.topic.name != first.name or m.topic.resource_namespace != first.resource_namespace:
+                raise SendRejected(
+                    d.MESSAGE_CORRUPTED,
+                    f"message #{i} is for topic {m.topic.name!r}, message #0 for {first.name!r}",
+                )
+        topic = wrap_namespace(first)
+        if not self.cluster.ensure_topic(topic):
+            raise SendRejected(d.TOPIC_NOT_FOUND, f"topic {topic} does not exist")
+        cfg = self.store.topics.get(topic)
+        if cfg is None:
+            raise SendRejected(d.TOPIC_NOT_FOUND, f"topic {topic} is not served by {self.broker.name}")
+        if self.broker.faults.current.read_only or not cfg.perm & 2:
+            raise SendRejected(
+                d.FORBIDDEN, f"{self.broker.name} does not accept writes to {topic} (read-only)"
+            )
+        if self.broker.faults.send_fails():
+            raise SendRejected(d.INTERNAL_SERVER_ERROR, f"{self.broker.name}: injected send failure")
+        explicit = metadata(context).get(EXPLICIT_QUEUE_HEADER, "").lower() == "true"
+        now = int(time.time() * 1000)
+        max_body = self.cluster.config.max_body_size
+        per_queue: dict[int, tuple[MessageColumns, list[int]]] = {}
+        rr_queue = -1
+        for i, m in enumerate(msgs):
+            sp = m.system_properties
+            delivery = check_message(i, m, sp, max_body, now)
+            check_type(i, derive_message_type(sp), topic, cfg.message_type)
+            if explicit or sp.queue_id:
+                qid = sp.queue_id
+                if not 0 <= qid < cfg.queues:
+                    raise SendRejected(
+                        d.BAD_REQUEST,
+                        f"message #{i}: queue_id {qid} is outside 0..{cfg.queues - 1} of {topic}",
+                    )
+            elif sp.HasField("message_group"):
+                qid = guava_consistent_hash(java_string_hash(sp.message_group), cfg.queues)
+            else:
+                if rr_queue < 0:
+                    rr_queue = self.broker.next_queue(topic, cfg.queues)
+                qid = rr_queue
+            body = m.body
+            if sp.body_encoding == d.GZIP:
+                try:
+                    body = decode_body(body, d.GZIP)
+                except Exception as e:
+                    raise SendRejected(
+                        d.MESSAGE_CORRUPTED, f"message #{i}: GZIP body cannot be decoded: {e}"
+                    ) from e
+            slot = per_queue.get(qid)
+            if slot is None:
+                slot = per_queue[qid] = (MessageColumns(), [])
+            add_message(slot[0], m, sp, body, delivery if delivery and delivery > now else None)
+            slot[1].append(i)
+        offsets = [0] * len(msgs)
+        end = 0
+        for qid, (cols, idxs) in per_queue.items():
+            base, end_pos = self.store.append(topic, qid, cols)
+            end = max(end, end_pos)
+            for j, idx in enumerate(idxs):
+                offsets[idx] = base + j
+        await self.store.wait_durable(end)
+        ok = status(d.OK)
+        return [
+            s.SendResultEntry(status=ok, message_id=m.system_properties.message_id, offset=off)
+            for m, off in zip(msgs, offsets, strict=True)
+        ]
+
+    # ------------------------------------------------------------------ pull / offsets
+    async def PullMessage(self, request, context):
+        await apply_faults(self.broker, context)
+        topic, qid, code, msg = self._check_queue(request.message_queue)
+        if code is None:
+            err = group_error(request.group.name)
+            if err:
+                code, msg = d.BAD_REQUEST, err
+        if code is not None:
+            yield s.PullMessageResponse(status=status(code, msg))
+            return
+        try:
+            flt = parse_filter(request.filter_expression.type, request.filter_expression.expression)
+        except FilterError as e:
+            yield s.PullMessageResponse(status=status(d.ILLEGAL_FILTER_EXPRESSION, str(e)))
+            return
+        batch = min(max(request.batch_size, 1), PULL_MAX_BATCH) if request.batch_size else 32
+        timeout = polling_timeout(duration_seconds(request.long_polling_timeout), context)
+        result = await pull(self.store, self.polling, topic, qid, request.offset, batch, None, flt, timeout)
+        code, msg = pull_status(result)
+        yield s.PullMessageResponse(status=status(code, msg))
+        if result.table is not None:
+            ns = request.message_queue.topic.resource_namespace
+            for m in table_to_messages(result.table, topic, ns, self.broker.name, qid, self.broker.endpoint):
+                yield s.PullMessageResponse(message=m)
+        yield s.PullMessageResponse(next_offset=result.next_offset)
+
+    async def GetOffset(self, request, context):
+        await apply_faults(self.broker, context)
+        topic, qid, code, msg = self._check_queue(request.message_queue)
+        if code is not None:
+            return s.GetOffsetResponse(status=status(code, msg))
+        group = wrap_namespace(request.group)
+        off = self.store.get_consumer_offset(group, topic, qid)
+        if off is None:
+            return s.GetOffsetResponse(
+                status=status(d.OFFSET_NOT_FOUND, f"group {group} has no offset for {topic}:{qid}")
+            )
+        return s.GetOffsetResponse(status=OK, offset=off)
+
+    async def UpdateOffset(self, request, context):
+        await apply_faults(self.broker, context)
+        topic, qid, code, msg = self._check_queue(request.message_queue)
+        if code is None:
+            err = group_error(request.group.name)
+            if err:
+                code, msg = d.ILLEGAL_CONSUMER_GROUP, err
+            elif request.offset < 0:
+                code, msg = d.ILLEGAL_OFFSET, f"offset {request.offset} is negative"
+        if code is not None:
+            return s.UpdateOffsetResponse(status=status(code, msg))
+        self.store.set_consumer_offset(wrap_namespace(request.group), topic, qid, request.offset)
+        return s.UpdateOffsetResponse(status=OK)
+
+    async def QueryOffset(self, request, context):
+        await apply_faults(self.broker, context)
+        topic, qid, code, msg = self._check_queue(request.message_queue)
+        if code is not None:
+            return s.QueryOffsetResponse(status=status(code, msg))
+        lo, hi = self.store.min_max(topic, qid)
+        policy = request.query_offset_policy
+        if policy == d.BEGINNING:
+            return s.QueryOffsetResponse(status=OK, offset=lo)
+        if policy == d.END:
+            return s.QueryOffsetResponse(status=OK, offset=hi)
+        if policy == d.TIMESTAMP:
+            if not request.HasField("timestamp"):
+                return s.QueryOffsetResponse(
+                    status=status(d.BAD_REQUEST, "TIMESTAMP policy needs a timestamp")
+                )
+            ts = request.timestamp.seconds * 1000 + request.timestamp.nanos // 1_000_000
+            return s.QueryOffsetResponse(status=OK, offset=self.store.search_offset(topic, qid, ts))
+        return s.QueryOffsetResponse(status=status(d.BAD_REQUEST, f"unknown query_offset_policy {policy}"))
