@@ -1,0 +1,1 @@
+"""Performance harness (SPEC §7)."""

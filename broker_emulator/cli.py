@@ -1,0 +1,115 @@
+"""Command line: `python -m broker_emulator serve ...` and `python -m broker_emulator admin ...`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+
+from . import admin
+from .cluster import ClusterConfig
+from .server import EmulatorServer
+
+
+def _topic_arg(value: str) -> tuple[str, int | None]:
+    name, _, queues = value.partition(":")
+    if not name:
+        raise argparse.ArgumentTypeError(f"--topic {value!r}: expected NAME[:QUEUES]")
+    if queues:
+        try:
+            return name, int(queues)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"--topic {value!r}: QUEUES must be an integer") from None
+    return name, None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rocketmq-emulator", description="RocketMQ 5 gRPC broker emulator")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("serve", help="run brokers in the foreground")
+    p.add_argument("--brokers", type=int, default=1, help="number of brokers (broker-a, broker-b, ...)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    p.add_argument(
+        "--port", type=int, default=8081, help="port of broker-a; broker i listens on port+i (0: any)"
+    )
+    store = p.add_mutually_exclusive_group()
+    store.add_argument("--data-dir", help="durable storage directory")
+    store.add_argument("--in-memory", action="store_true", help="keep everything in memory (default)")
+    p.add_argument("--topic", action="append", default=[], type=_topic_arg, metavar="NAME[:QUEUES]")
+    p.add_argument("--queues", type=int, default=8, help="default queues per broker for new topics")
+    p.add_argument("--auto-create-topics", action="store_true")
+    p.add_argument(
+        "--flush",
+        choices=["sync", "async"],
+        default="sync",
+        help="sync: acknowledge after fsync (group commit); async: flush every 200 ms "
+        "(a kill -9 may lose the last 200 ms of acknowledged messages)",
+    )
+    p.add_argument("--retention-messages", type=int, help="keep at most N messages per queue")
+    p.add_argument("--retention-hours", type=float, help="delete messages older than H hours")
+    p.add_argument("--max-body-size", type=int, default=4 * 1024 * 1024)
+    p.add_argument("--tls-cert", help="PEM certificate: serve TLS")
+    p.add_argument("--tls-key", help="PEM private key for --tls-cert")
+    p.add_argument("--log-level", default="INFO")
+    admin.build_parser(sub)
+    return parser
+
+
+async def _serve(args: argparse.Namespace) -> int:
+    if args.brokers < 1:
+        print("error: --brokers must be >= 1", file=sys.stderr)
+        return 2
+    if bool(args.tls_cert) != bool(args.tls_key):
+        print("error: --tls-cert and --tls-key go together", file=sys.stderr)
+        return 2
+    cert = key = None
+    if args.tls_cert:
+        with open(args.tls_cert, "rb") as f:
+            cert = f.read()
+        with open(args.tls_key, "rb") as f:
+            key = f.read()
+    config = ClusterConfig(
+        brokers=args.brokers,
+        default_queues=args.queues,
+        data_dir=args.data_dir,
+        host=args.host,
+        auto_create_topics=args.auto_create_topics,
+        max_body_size=args.max_body_size,
+        flush=args.flush,
+        retention_messages=args.retention_messages,
+        retention_hours=args.retention_hours,
+    )
+    server = EmulatorServer(config, args.port, cert, key)
+    await server.start()
+    for name, queues in args.topic:
+        server.cluster.create_topic(name, queues)
+    for b in server.cluster.brokers:
+        print(f"{b.name} listening on {b.endpoint}", flush=True)
+    print(f"endpoints: {server.endpoints}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    print("stopping: flushing stores", flush=True)
+    await server.stop()
+    print("stopped", flush=True)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "serve":
+        logging.basicConfig(
+            level=args.log_level.upper(),
+            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+            stream=sys.stderr,
+        )
+        return asyncio.run(_serve(args))
+    return admin.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
