@@ -5,6 +5,7 @@ Every RPC here carries `x-mq-client-id` and a gRPC deadline, so no test can hang
 
 from __future__ import annotations
 
+import math
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -299,5 +300,5 @@ def percentile(values: Sequence[float], p: float) -> float:
     ordered = sorted(values)
     if not ordered:
         raise ValueError("no values")
-    rank = max(1, min(len(ordered), round(p / 100.0 * len(ordered) + 0.4999)))
+    rank = max(1, min(len(ordered), math.ceil(p / 100.0 * len(ordered))))
     return ordered[rank - 1]
