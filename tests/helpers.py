@@ -102,7 +102,8 @@ def send_to_queue(
     if tags is None or isinstance(tags, str):
         tags = [tags] * count
     msgs = [
-        make_message(topic, f"{body_prefix}-{i}".encode(), tag=tags[i], queue_id=queue_id) for i in range(count)
+        make_message(topic, f"{body_prefix}-{i}".encode(), tag=tags[i], queue_id=queue_id)
+        for i in range(count)
     ]
     resp = send(stub, msgs, explicit=True)
     assert resp.status.code == d.OK, resp.status
@@ -124,7 +125,9 @@ class PullResult:
 
     @property
     def tags(self) -> list[str | None]:
-        return [m.system_properties.tag if m.system_properties.HasField("tag") else None for m in self.messages]
+        return [
+            m.system_properties.tag if m.system_properties.HasField("tag") else None for m in self.messages
+        ]
 
 
 def _filter(expression: str | None) -> d.FilterExpression | None:
@@ -268,7 +271,9 @@ def queue_ref(topic: str, queue_id: int) -> d.MessageQueue:
     return d.MessageQueue(topic=d.Resource(name=topic), id=queue_id)
 
 
-def query_offset(stub: Any, topic: str, queue_id: int, policy: int, ts_ms: int | None = None) -> tuple[int, int]:
+def query_offset(
+    stub: Any, topic: str, queue_id: int, policy: int, ts_ms: int | None = None
+) -> tuple[int, int]:
     """QueryOffset → (code, offset)."""
     req = s.QueryOffsetRequest(message_queue=queue_ref(topic, queue_id), query_offset_policy=policy)
     if ts_ms is not None:

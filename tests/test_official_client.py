@@ -3,15 +3,17 @@ with its tag, keys, properties and message id, at the offsets its SendReceipts r
 
 from __future__ import annotations
 
+from collections import deque
+
 import pytest
+from helpers import endpoints_by_broker, max_offsets, read_queue_bulk, read_queue_v2, unique_name
 from rocketmq import ClientConfiguration, Credentials, Message, Producer
 from rocketmq.grpc_protocol import definition_pb2 as d
-
-from helpers import endpoints_by_broker, max_offsets, read_queue_bulk, read_queue_v2, unique_name
 
 N_MESSAGES = 1000
 TAGS = ("TagA", "TagB", "TagC")
 SEND_TIMEOUT_S = 30
+SEND_WINDOW = 16
 
 
 def expected_message(i: int) -> dict:
@@ -37,7 +39,18 @@ def sent(emulator, official_topic):
     producer = Producer(ClientConfiguration(emulator.endpoints, Credentials()), (topic,))
     producer.startup()
     try:
-        pending = []
+        receipts = {}
+
+        def collect(i: int, msg: Message, fut) -> None:
+            receipt = fut.result(timeout=SEND_TIMEOUT_S)
+            assert receipt.message_id == msg.message_id
+            mq = receipt.message_queue.message_queue0()
+            assert receipt.message_id not in receipts, "duplicate message id"
+            receipts[receipt.message_id] = (i, mq.broker.name, mq.id, receipt.offset)
+
+        # A bounded window of async sends: all 1,000 at once would outlive the client's 3 s request
+        # timeout while queued, and its retries would then (legitimately, at-least-once) duplicate messages.
+        window: deque = deque()
         for i in range(N_MESSAGES):
             exp = expected_message(i)
             msg = Message()
@@ -48,14 +61,11 @@ def sent(emulator, official_topic):
                 msg.keys = k  # the client's setter adds one key per assignment
             for k, v in exp["properties"].items():
                 msg.add_property(k, v)
-            pending.append((i, msg, producer.send_async(msg)))
-        receipts = {}
-        for i, msg, fut in pending:
-            receipt = fut.result(timeout=SEND_TIMEOUT_S)
-            assert receipt.message_id == msg.message_id
-            mq = receipt.message_queue.message_queue0()
-            assert receipt.message_id not in receipts, "duplicate message id"
-            receipts[receipt.message_id] = (i, mq.broker.name, mq.id, receipt.offset)
+            window.append((i, msg, producer.send_async(msg)))
+            if len(window) >= SEND_WINDOW:
+                collect(*window.popleft())
+        while window:
+            collect(*window.popleft())
     finally:
         producer.shutdown()
     assert len(receipts) == N_MESSAGES
@@ -79,7 +89,9 @@ def test_official_producer_messages_read_back_by_both_pull_protocols(
 ):
     topic = official_topic
     receipts = sent
-    assert {v[1] for v in receipts.values()} == {"broker-a", "broker-b"}, "the producer should use both brokers"
+    assert {v[1] for v in receipts.values()} == {"broker-a", "broker-b"}, (
+        "the producer should use both brokers"
+    )
     total = 0
 
     v2_seen: dict[str, tuple[int, str, int, int]] = {}
