@@ -1,0 +1,131 @@
+"""connector.offsets: the offsets JSON ⇄ {QueueKey: offset}, queue order, and clear errors (SPEC §4.3)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from connector.offsets import (
+    OffsetsError,
+    QueueKey,
+    from_json,
+    from_json_dict,
+    java_string_key,
+    sort_queues,
+    to_json,
+    to_json_dict,
+)
+
+
+def test_round_trip_and_deterministic_order() -> None:
+    offsets = {
+        QueueKey("b", "broker-b", 10): 5,
+        QueueKey("a", "broker-b", 0): 7,
+        QueueKey("a", "broker-a", 2): 3,
+        QueueKey("a", "broker-a", 10): 0,
+    }
+    doc = to_json_dict(offsets)
+    assert doc == {"a": {"broker-a": {"2": 3, "10": 0}, "broker-b": {"0": 7}}, "b": {"broker-b": {"10": 5}}}
+    assert json.dumps(doc) == json.dumps(to_json_dict(dict(reversed(offsets.items()))))
+    assert list(doc["a"]["broker-a"]) == ["2", "10"]  # numeric queue order, not string order
+    back = from_json_dict(json.loads(json.dumps(doc)))
+    assert back == offsets
+    assert list(back) == sort_queues(offsets)
+    assert from_json(to_json(offsets)) == offsets
+
+
+def test_java_string_order() -> None:
+    # Java compares UTF-16 code units: U+FFFD sorts after U+1F600 (a surrogate pair 0xD83D...).
+    assert java_string_key("\U0001f600") < java_string_key("\ufffd")
+    assert sort_queues([QueueKey("\ufffd", "b", 0), QueueKey("\U0001f600", "b", 0)])[0].topic == "\U0001f600"
+    assert sort_queues([QueueKey("B", "b", 0), QueueKey("a", "b", 0)])[0].topic == "B"
+
+
+@pytest.mark.parametrize(
+    ("doc", "fragment"),
+    [
+        ([1, 2], "must be a JSON object"),
+        ({"t": 5}, "offsets of topic 't' must be an object"),
+        ({"t": {"broker-a": [1]}}, "expected an object"),
+        ({"t": {"broker-a": {"x": 1}}}, "queue id 'x'"),
+        ({"t": {"broker-a": {"-1": 1}}}, "queue id '-1'"),
+        ({"t": {"broker-a": {"01": 1}}}, "canonical"),
+        ({"t": {"broker-a": {"0": "1"}}}, "is not an integer"),
+        ({"t": {"broker-a": {"0": True}}}, "is not an integer"),
+        ({"t": {"broker-a": {"0": 1.5}}}, "is not an integer"),
+        ({"t": {"broker-a": {"0": -1}}}, "out of range"),
+        ({"": {"broker-a": {"0": 1}}}, "topic name"),
+        ({"t": {" ": {"0": 1}}}, "broker name"),
+    ],
+)
+def test_malformed_documents(doc: object, fragment: str) -> None:
+    with pytest.raises(OffsetsError, match=fragment):
+        from_json_dict(doc)
+
+
+def test_sentinels_only_when_allowed() -> None:
+    doc = {"t": {"broker-a": {"0": -2, "1": -1, "2": 4}}}
+    assert from_json_dict(doc, allow_sentinels=True) == {
+        QueueKey("t", "broker-a", 0): -2,
+        QueueKey("t", "broker-a", 1): -1,
+        QueueKey("t", "broker-a", 2): 4,
+    }
+    with pytest.raises(OffsetsError, match="offset >= 0"):
+        from_json_dict(doc)
+    with pytest.raises(OffsetsError, match="-2 \\(earliest\\)"):
+        from_json_dict({"t": {"b": {"0": -3}}}, allow_sentinels=True)
+
+
+def test_bad_json_text() -> None:
+    with pytest.raises(OffsetsError, match="not valid JSON"):
+        from_json("{not json")
+    with pytest.raises(OffsetsError, match="must be a string"):
+        from_json(b"{}")  # type: ignore[arg-type]
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3)
+    ),
+    max_leaves=20,
+)
+
+
+@given(json_values, st.booleans())
+def test_fuzz_documents_parse_or_raise_offsets_error(doc: object, sentinels: bool) -> None:
+    try:
+        out = from_json_dict(doc, allow_sentinels=sentinels)
+    except OffsetsError as e:
+        assert str(e)
+    else:
+        assert from_json_dict(to_json_dict(out), allow_sentinels=sentinels) == out
+
+
+@given(st.text(max_size=60))
+def test_fuzz_text_parses_or_raises_offsets_error(text: str) -> None:
+    try:
+        from_json(text, allow_sentinels=True)
+    except OffsetsError as e:
+        assert str(e)
+
+
+@given(
+    st.dictionaries(
+        st.builds(
+            QueueKey,
+            st.text(min_size=1, max_size=4).filter(str.strip),
+            st.text(min_size=1, max_size=4).filter(str.strip),
+            st.integers(0, 2**31 - 1),
+        ),
+        st.integers(0, 2**63 - 1),
+        max_size=10,
+    )
+)
+def test_fuzz_round_trip(offsets: dict[QueueKey, int]) -> None:
+    text = to_json(offsets)
+    assert from_json(text) == offsets
+    assert to_json(from_json(text)) == text
