@@ -79,3 +79,33 @@ def ext_stub(grpc_channel: Callable[[str], grpc.Channel]) -> Callable[[str], pb_
         return pb_grpc.EmulatorServiceStub(grpc_channel(endpoint))
 
     return make
+
+
+SPARK_DEFAULTS = os.path.join(os.path.dirname(_TESTS_DIR), "spark-defaults.conf")
+
+
+def spark_conf_pairs(path: str = SPARK_DEFAULTS) -> list[tuple[str, str]]:
+    """The settings of spark-defaults.conf (comments and blank lines skipped)."""
+    pairs = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if line and not line.startswith("#"):
+                key, _, value = line.partition(" ")
+                pairs.append((key, value.strip()))
+    return pairs
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local[2] SparkSession for the whole test session, configured from spark-defaults.conf."""
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName("pyspark-rocketmq-tests")
+    for key, value in spark_conf_pairs():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    try:
+        yield session
+    finally:
+        session.stop()
