@@ -2,10 +2,11 @@
 
     python -m benchmarks.raw_throughput [--messages 500000] [--size 100] [--batch 1000] [--inflight 4]
 
-Starts `python -m broker_emulator serve` as a subprocess (in-memory unless --data-dir), sends
---messages bodies of --size bytes in SendMessage requests of --batch messages (one queue each, up to
---inflight requests outstanding), then bulk-pulls every queue back and decodes each payload to Arrow.
-Prints messages acknowledged per second and messages decoded per second.
+Starts `python -m broker_emulator serve` as a subprocess (in-memory unless --data-dir), warms it up
+(--warmup requests sent to and pulled from a topic of their own, so one-time lazy imports and first-call
+costs of both processes are not timed), sends --messages bodies of --size bytes in SendMessage requests
+of --batch messages (one queue each, up to --inflight requests outstanding), then bulk-pulls every queue
+back and decodes each payload to Arrow. Prints messages acknowledged per second and messages decoded per second.
 """
 
 from __future__ import annotations
@@ -29,12 +30,27 @@ from broker_emulator.store.records import ipc_to_table
 from connector.protocol import pb, pb_grpc
 
 TOPIC = "bench"
+WARMUP_TOPIC = "bench-warmup"
 MD = [("x-mq-client-id", "bench@1"), ("x-mq-queue-id-explicit", "true")]
 
 
 def start_emulator(queues: int, data_dir: str | None) -> tuple[subprocess.Popen, str]:
-    cmd = [sys.executable, "-m", "broker_emulator", "serve", "--port", "0", "--brokers", "1",
-           "--topic", f"{TOPIC}:{queues}", "--log-level", "WARNING"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "broker_emulator",
+        "serve",
+        "--port",
+        "0",
+        "--brokers",
+        "1",
+        "--topic",
+        f"{TOPIC}:{queues}",
+        "--topic",
+        f"{WARMUP_TOPIC}:1",
+        "--log-level",
+        "WARNING",
+    ]
     cmd += ["--data-dir", data_dir] if data_dir else ["--in-memory"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     deadline = time.time() + 30
@@ -47,7 +63,9 @@ def start_emulator(queues: int, data_dir: str | None) -> tuple[subprocess.Popen,
     raise RuntimeError("emulator did not start")
 
 
-def build_requests(n: int, size: int, batch: int, queues: int) -> list[s.SendMessageRequest]:
+def build_requests(
+    n: int, size: int, batch: int, queues: int, topic: str = TOPIC
+) -> list[s.SendMessageRequest]:
     body = b"x" * size
     reqs = []
     now = int(time.time())
@@ -55,11 +73,21 @@ def build_requests(n: int, size: int, batch: int, queues: int) -> list[s.SendMes
         q = (start // batch) % queues
         msgs = []
         for _ in range(start, min(start + batch, n)):
-            sp = d.SystemProperties(message_id=uuid.uuid4().hex, queue_id=q, tag="bench", body_encoding=d.IDENTITY)
+            sp = d.SystemProperties(
+                message_id=uuid.uuid4().hex, queue_id=q, tag="bench", body_encoding=d.IDENTITY
+            )
             sp.born_timestamp.seconds = now
-            msgs.append(d.Message(topic=d.Resource(name=TOPIC), body=body, system_properties=sp))
+            msgs.append(d.Message(topic=d.Resource(name=topic), body=body, system_properties=sp))
         reqs.append(s.SendMessageRequest(messages=msgs))
     return reqs
+
+
+def warm_up(endpoint: str, requests: int, batch: int, pull_batch: int) -> None:
+    """Sends `requests` requests to WARMUP_TOPIC and pulls them back (untimed)."""
+    if requests <= 0:
+        return
+    bench_send(endpoint, build_requests(requests * batch, 100, batch, 1, WARMUP_TOPIC), 1)
+    bench_pull(endpoint, 1, pull_batch, WARMUP_TOPIC)
 
 
 def bench_send(endpoint: str, reqs: list[s.SendMessageRequest], inflight: int) -> float:
@@ -80,7 +108,7 @@ def bench_send(endpoint: str, reqs: list[s.SendMessageRequest], inflight: int) -
     return total / dt
 
 
-def bench_pull(endpoint: str, queues: int, max_messages: int) -> tuple[float, int]:
+def bench_pull(endpoint: str, queues: int, max_messages: int, topic: str = TOPIC) -> tuple[float, int]:
     ch = grpc.insecure_channel(endpoint, options=[("grpc.max_receive_message_length", 256 << 20)])
     stub = pb_grpc.EmulatorServiceStub(ch)
     total = 0
@@ -88,8 +116,12 @@ def bench_pull(endpoint: str, queues: int, max_messages: int) -> tuple[float, in
     for q in range(queues):
         offset = 0
         while True:
-            r = stub.BulkPull(pb.BulkPullRequest(group="bench", topic=TOPIC, queue_id=q, offset=offset,
-                                                 max_messages=max_messages), timeout=60)
+            r = stub.BulkPull(
+                pb.BulkPullRequest(
+                    group="bench", topic=topic, queue_id=q, offset=offset, max_messages=max_messages
+                ),
+                timeout=60,
+            )
             if r.code != d.OK:
                 break
             table = ipc_to_table(r.arrow_ipc)
@@ -108,10 +140,12 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--inflight", type=int, default=4)
     ap.add_argument("--queues", type=int, default=8)
     ap.add_argument("--pull-batch", type=int, default=8192)
+    ap.add_argument("--warmup", type=int, default=2, help="untimed warm-up requests (0: none)")
     ap.add_argument("--data-dir", help="durable emulator storage (default: in-memory)")
     args = ap.parse_args(argv)
     proc, endpoint = start_emulator(args.queues, args.data_dir)
     try:
+        warm_up(endpoint, args.warmup, args.batch, args.pull_batch)
         reqs = build_requests(args.messages, args.size, args.batch, args.queues)
         send_rate = bench_send(endpoint, reqs, args.inflight)
         pull_rate, pulled = bench_pull(endpoint, args.queues, args.pull_batch)

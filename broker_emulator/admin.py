@@ -229,9 +229,14 @@ def build_parser(sub: argparse._SubParsersAction) -> None:
     v.add_argument(
         "--message-type", default="MIXED", choices=["NORMAL", "FIFO", "DELAY", "TRANSACTION", "MIXED"]
     )
+    v.add_argument("--broker", action="append", dest="brokers", help="only on this broker (repeatable)")
     v = verbs.add_parser("topics", help="per queue: min/max offset")
     v.add_argument("--topic")
     verbs.add_parser("groups", help="clients and consumer groups")
+    v = verbs.add_parser("update-group", help="set a consumer group's max retries / FIFO mode")
+    v.add_argument("group")
+    v.add_argument("--max-retries", type=int)
+    v.add_argument("--fifo", action=argparse.BooleanOptionalAction, default=None)
     v = verbs.add_parser("lag", help="per group and queue: committed offset, max offset, lag")
     v.add_argument("--group")
     v.add_argument("--topic")
@@ -274,7 +279,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _dispatch(client: AdminClient, a: argparse.Namespace) -> tuple[object, str]:
     if a.verb == "create-topic":
-        r = client.call("create-topic", name=a.name, queues=a.queues, message_type=a.message_type)
+        r = client.call(
+            "create-topic", name=a.name, queues=a.queues, message_type=a.message_type, brokers=a.brokers
+        )
         return r, f"topic {r['topic']}: {r['queues']} queues on {', '.join(r['brokers'])}"
     if a.verb == "topics":
         r = client.call("topics", topic=a.topic)
@@ -290,6 +297,9 @@ def _dispatch(client: AdminClient, a: argparse.Namespace) -> tuple[object, str]:
         )
         text += "\n\ngroups:\n" + _table(r["groups"], ["group", "clients", "topics"])
         return r, text
+    if a.verb == "update-group":
+        r = client.call("update-group", group=a.group, max_retries=a.max_retries, fifo=a.fifo)
+        return r, f"group {r['group']}: max_retries={r['max_retries']} fifo={r['fifo']}"
     if a.verb == "lag":
         r = client.call("lag", group=a.group, topic=a.topic)
         return r, _table(r, ["group", "topic", "broker", "queue", "committed", "max_offset", "lag"])

@@ -50,6 +50,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--retention-messages", type=int, help="keep at most N messages per queue")
     p.add_argument("--retention-hours", type=float, help="delete messages older than H hours")
     p.add_argument("--max-body-size", type=int, default=4 * 1024 * 1024)
+    p.add_argument(
+        "--min-invisible-ms",
+        type=int,
+        default=10_000,
+        help="smallest ReceiveMessage invisible_duration accepted (the proxy's 10 s)",
+    )
+    p.add_argument(
+        "--max-retries",
+        type=int,
+        default=16,
+        help="retries of a new consumer group before its DLQ (16: 17 deliveries)",
+    )
+    p.add_argument(
+        "--transaction-check-ms",
+        type=int,
+        default=6000,
+        help="how long a half message waits before the producer is asked to resolve it",
+    )
     p.add_argument("--tls-cert", help="PEM certificate: serve TLS")
     p.add_argument("--tls-key", help="PEM private key for --tls-cert")
     p.add_argument("--log-level", default="INFO")
@@ -80,6 +98,9 @@ async def _serve(args: argparse.Namespace) -> int:
         flush=args.flush,
         retention_messages=args.retention_messages,
         retention_hours=args.retention_hours,
+        min_invisible_ms=args.min_invisible_ms,
+        max_retries=args.max_retries,
+        transaction_check_ms=args.transaction_check_ms,
     )
     server = EmulatorServer(config, args.port, cert, key)
     await server.start()

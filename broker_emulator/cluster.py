@@ -9,8 +9,12 @@ import threading
 from dataclasses import dataclass, field
 
 from .clients import ClientRegistry
+from .delay import DelayService
 from .faults import FaultState
+from .pop import PopService
+from .store.journal import JournaledTable
 from .store.message_store import MessageStore, TopicConfig
+from .transactions import DEFAULT_CHECK_INTERVAL_MS, TransactionService
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +80,10 @@ class Broker:
     faults: FaultState = field(default_factory=FaultState)
     host: str = "127.0.0.1"
     port: int = 0
+    pop: PopService | None = None
+    delay: DelayService | None = None
+    transactions: TransactionService | None = None
+    telemetry: dict = field(default_factory=dict)  # client id -> (Telemetry outbound queue, Settings)
     polling: object | None = None  # LongPollingService, set by the server
     _rr: dict[str, int] = field(default_factory=dict)
 
@@ -110,6 +118,21 @@ class ClusterConfig:
     retention_hours: float | None = None
     commitlog_file_size: int | None = None
     max_held_requests: int = 100_000
+    min_invisible_ms: int = 10_000  # the proxy's lower bound for ReceiveMessage invisible_duration
+    max_retries: int = 16  # a new group's retryMaxTimes (17 deliveries)
+    transaction_check_ms: int = DEFAULT_CHECK_INTERVAL_MS
+
+
+@dataclass
+class GroupConfig:
+    """A consumer group's subscription config (RocketMQ SubscriptionGroupConfig subset)."""
+
+    max_retries: int = 16
+    fifo: bool = False
+
+    @property
+    def max_attempts(self) -> int:
+        return self.max_retries + 1
 
 
 class Cluster:
@@ -118,6 +141,7 @@ class Cluster:
     def __init__(self, config: ClusterConfig) -> None:
         self.config = config
         self.clients = ClientRegistry()
+        self.groups_table = JournaledTable(config.data_dir, "subscriptionGroup")
         self.brokers: list[Broker] = []
         self.lock = threading.RLock()
         for _ in range(config.brokers):
@@ -137,6 +161,9 @@ class Cluster:
                 commitlog_file_size=self.config.commitlog_file_size,
             )
             b = Broker(name, i, store, host=self.config.advertised_host or self.config.host)
+            b.pop = PopService(name, store, ddir, lambda g: self.group_config(g).max_attempts)
+            b.delay = DelayService(store, ddir)
+            b.transactions = TransactionService(store, ddir, self.config.transaction_check_ms)
             # A broker joining a running cluster serves the cluster's topics (as if created cluster-wide).
             for other in self.brokers[:1]:
                 for cfg in other.store.topics.values():
@@ -144,6 +171,29 @@ class Cluster:
                         store.create_topic(cfg.name, cfg.queues, cfg.perm, cfg.message_type)
             self.brokers.append(b)
             return b
+
+    def group_config(self, group: str) -> GroupConfig:
+        """The group's config; groups are created on first use (autoCreateSubscriptionGroup)."""
+        raw = self.groups_table.get(group)
+        if raw is None:
+            return GroupConfig(max_retries=self.config.max_retries)
+        return GroupConfig(**raw)
+
+    def update_group(
+        self, group: str, max_retries: int | None = None, fifo: bool | None = None
+    ) -> GroupConfig:
+        err = group_error(group)
+        if err:
+            raise ValueError(err)
+        cur = self.group_config(group)
+        if max_retries is not None:
+            if not 0 <= int(max_retries) <= 1000:
+                raise ValueError(f"max_retries must be within 0..1000, got {max_retries}")
+            cur.max_retries = int(max_retries)
+        if fifo is not None:
+            cur.fifo = bool(fifo)
+        self.groups_table.set(group, {"max_retries": cur.max_retries, "fifo": cur.fifo})
+        return cur
 
     def broker(self, name: str) -> Broker:
         for b in self.brokers:
@@ -205,4 +255,8 @@ class Cluster:
 
     def close(self) -> None:
         for b in self.brokers:
+            for service in (b.pop, b.delay, b.transactions):
+                if service is not None:
+                    service.close()
             b.store.close()
+        self.groups_table.close()

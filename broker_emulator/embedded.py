@@ -156,6 +156,10 @@ class Emulator:
     def create_topic(self, name: str, queues: int | None = None, message_type: str = "MIXED") -> None:
         self._call(lambda: self.cluster.create_topic(name, queues, message_type))
 
+    def update_group(self, group: str, max_retries: int | None = None, fifo: bool | None = None) -> None:
+        """Sets a consumer group's retries before its DLQ and its FIFO (orderly) mode."""
+        self._call(lambda: self.cluster.update_group(group, max_retries, fifo))
+
     def broker(self, name: str) -> BrokerHandle:
         return BrokerHandle(self, self.cluster.broker(name))
 

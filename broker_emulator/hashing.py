@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import sys
+from array import array
+from functools import lru_cache
 
+# UTF-16 in the machine's byte order, so array("H") reads the code units directly.
+_UTF16_NATIVE = "utf-16-le" if sys.byteorder == "little" else "utf-16-be"
+
+
+@lru_cache(maxsize=1024)
 def java_string_hash(s: str) -> int:
-    """Java `String.hashCode` as a signed int32 (over UTF-16 code units)."""
+    """Java `String.hashCode` as a signed int32 (over UTF-16 code units); recent results are cached."""
     h = 0
-    data = s.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    for unit in s.encode("ascii") if s.isascii() else array("H", s.encode(_UTF16_NATIVE)):
+        h = (31 * h + unit) & 0xFFFFFFFF
     return h - (1 << 32) if h & 0x80000000 else h
 
 

@@ -64,19 +64,20 @@ class LongPollingService:
                     if not lst:
                         del self._waiters[k]
 
-    def notify(self, topic: str, queue_id: int, max_offset: int, tag_codes: list[int]) -> None:
+    def notify(self, topic: str, queue_id: int, max_offset: int, tag_codes: list[int] | None) -> None:
         """Store listener: wakes waiters of this queue (and of the whole topic) whose filter can match."""
         if threading.get_ident() == self._loop_thread:
             self._notify(topic, queue_id, max_offset, tag_codes)
         else:
             self.loop.call_soon_threadsafe(self._notify, topic, queue_id, max_offset, tag_codes)
 
-    def _notify(self, topic: str, queue_id: int, max_offset: int, tag_codes: list[int]) -> None:
+    def _notify(self, topic: str, queue_id: int, max_offset: int, tag_codes: list[int] | None) -> None:
+        """tag_codes None: messages became visible again (revive), wake every waiter of the queue."""
         for key in ((topic, queue_id), (topic, -1)):
             for w in self._waiters.get(key, ()):
-                if w.future.done() or max_offset <= w.after_offset:
+                if w.future.done() or (tag_codes is not None and max_offset <= w.after_offset):
                     continue
-                if w.flt.matches_codes(tag_codes):
+                if tag_codes is None or w.flt.matches_codes(tag_codes):
                     w.future.set_result(None)
 
     def wake_all(self) -> None:

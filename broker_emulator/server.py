@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 
 import grpc
-from rocketmq.grpc_protocol import service_pb2_grpc
 
 from connector.protocol import pb_grpc
 
 from .cluster import Cluster, ClusterConfig
 from .long_polling import LongPollingService
+from .services.converters import table_to_messages
 from .services.extension import ExtensionService
 from .services.messaging import MessagingService
+from .transactions import HALF_TOPIC
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +56,14 @@ class EmulatorServer:
         polling = LongPollingService(loop, self.config.max_held_requests)
         b.polling = polling
         b.store.listeners.append(polling.notify)
+        if b.pop is not None:
+            b.pop.start(loop)
+        if b.delay is not None:
+            b.delay.start(loop)
+        if b.transactions is not None:
+            b.transactions.start(
+                loop, functools.partial(_producer_session, b), functools.partial(_half_message, b)
+            )
         server = grpc.aio.server(
             options=[
                 ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
@@ -62,7 +72,7 @@ class EmulatorServer:
             ]
         )
         messaging = MessagingService(self.cluster, b, polling)
-        service_pb2_grpc.add_MessagingServiceServicer_to_server(messaging, server)
+        messaging.add_to_server(server)
         pb_grpc.add_EmulatorServiceServicer_to_server(ExtensionService(self.cluster, b, polling), server)
         want = 0 if self.port == 0 else self.port + b.index
         addr = f"{self.config.host}:{want}"
@@ -104,3 +114,28 @@ class EmulatorServer:
         await asyncio.gather(*(s.stop(grace) for s in self.servers), return_exceptions=True)
         self.servers.clear()
         self.cluster.close()
+
+
+def _producer_session(broker, topic: str, producer: str):
+    """A Telemetry outbound queue of a producer publishing `topic` on this broker, the sender first."""
+    candidates = [producer, *broker.telemetry.keys()]
+    for cid in candidates:
+        entry = broker.telemetry.get(cid)
+        if entry is None:
+            continue
+        queue, settings = entry
+        if settings is not None and settings.HasField("publishing"):
+            if any(
+                t.name == topic or f"{t.resource_namespace}%{t.name}" == topic
+                for t in settings.publishing.topics
+            ):
+                return queue
+    return None
+
+
+def _half_message(broker, parked):
+    """The v2 Message of a parked half message, for a transaction check-back."""
+    r = broker.store.get(HALF_TOPIC, 0, parked.offset, 1)
+    if r.table is None or not r.count:
+        return None
+    return table_to_messages(r.table, parked.topic, "", broker.name, parked.queue_id, broker.endpoint)[0]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 
 import grpc
 from rocketmq.grpc_protocol import definition_pb2 as d
@@ -42,3 +43,44 @@ def polling_timeout(requested_s: float, context: grpc.aio.ServicerContext, margi
     if remaining is not None:
         requested_s = min(requested_s, max(remaining - margin_s, 0.0))
     return max(requested_s, 0.0)
+
+
+CLIENT_ID_HEADER = "x-mq-client-id"
+
+
+def client_id(context: grpc.aio.ServicerContext) -> str:
+    return metadata(context).get(CLIENT_ID_HEADER, "").strip()
+
+
+def client_id_required() -> d.Status:
+    return status(d.CLIENT_ID_REQUIRED, f"metadata {CLIENT_ID_HEADER} is required")
+
+
+def rpc(response_cls, *, stream: bool = False):
+    """Wraps a v2 handler: injected faults first, then the proxy's generic check that the request names
+    its client (a blank `x-mq-client-id` gets the RPC's own response with CLIENT_ID_REQUIRED)."""
+
+    def decorate(fn):
+        if stream:
+
+            @functools.wraps(fn)
+            async def stream_wrapper(self, request, context):
+                await apply_faults(self.broker, context)
+                if not client_id(context):
+                    yield response_cls(status=client_id_required())
+                    return
+                async for item in fn(self, request, context):
+                    yield item
+
+            return stream_wrapper
+
+        @functools.wraps(fn)
+        async def wrapper(self, request, context):
+            await apply_faults(self.broker, context)
+            if not client_id(context):
+                return response_cls(status=client_id_required())
+            return await fn(self, request, context)
+
+        return wrapper
+
+    return decorate

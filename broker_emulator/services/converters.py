@@ -5,13 +5,20 @@ from __future__ import annotations
 import gzip
 import hashlib
 import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from itertools import repeat
+from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
 from rocketmq.grpc_protocol import definition_pb2 as d
+from rocketmq.grpc_protocol import service_pb2 as s
 
 from ..hashing import java_string_hash
-from ..store.records import MessageColumns
+from ..store.records import WIRE_SCHEMA, Column, MessageColumns, repeated
 
 # The official Python client writes milliseconds into Timestamp.seconds; such values are taken as ms.
 _SECONDS_LOOK_LIKE_MS = 100_000_000_000
@@ -123,3 +130,401 @@ def table_to_messages(
             sp.message_group = group
         out.append(m)
     return out
+
+
+# ------------------------------------------------------------------ SendMessage, column by column
+# Fields of Message / SystemProperties that `send_columns` reads in bulk.
+_FLAT_MESSAGE_FIELDS = ("user_properties", "body")
+_FLAT_SYSTEM_FIELDS = (
+    "tag",
+    "keys",
+    "message_id",
+    "body_encoding",
+    "message_type",
+    "born_host",
+    "delivery_timestamp",
+    "queue_id",
+    "message_group",
+)
+
+
+def _flat_classes() -> tuple[type, type]:
+    """Message classes reading a serialized SendMessageRequest column by column: (request, resource).
+
+    It has the wire layout of SendMessageRequest → Message → {Resource topic, SystemProperties →
+    Timestamp born_timestamp} with two twists: the nested message fields are singular, so the parser merges
+    all messages (and their topics, system properties and born timestamps) into one, and the leaf fields are
+    repeated, so merging appends their values. One C-level parse thus yields, per field, the values of every
+    message in message order. delivery_timestamp stays a serialized Timestamp per message (its presence
+    matters) and a user property a serialized map entry. Field numbers come from the real descriptors.
+    """
+    fdp = descriptor_pb2.FieldDescriptorProto
+    leaf_types = {
+        fdp.TYPE_STRING: fdp.TYPE_STRING,
+        fdp.TYPE_ENUM: fdp.TYPE_INT32,
+        fdp.TYPE_INT32: fdp.TYPE_INT32,
+        fdp.TYPE_INT64: fdp.TYPE_INT64,
+    }
+    file = descriptor_pb2.FileDescriptorProto(
+        name="broker_emulator/flat_send.proto", package="broker_emulator.flat", syntax="proto3"
+    )
+
+    def add(name: str, real: Any, leaves: tuple[str, ...], nested: dict[str, str]) -> None:
+        msg = file.message_type.add(name=name)
+        for fname in leaves:
+            f = real.fields_by_name[fname]
+            msg.field.add(
+                name=fname,
+                number=f.number,
+                label=fdp.LABEL_REPEATED,
+                type=leaf_types.get(f.type, fdp.TYPE_BYTES),
+            )
+        for fname, type_name in nested.items():
+            f = real.fields_by_name[fname]
+            msg.field.add(
+                name=fname,
+                number=f.number,
+                label=fdp.LABEL_OPTIONAL,
+                type=fdp.TYPE_MESSAGE,
+                type_name=f".broker_emulator.flat.{type_name}",
+            )
+
+    add("Resource", d.Resource.DESCRIPTOR, ("resource_namespace", "name"), {})
+    add("Timestamp", timestamp_pb2.Timestamp.DESCRIPTOR, ("seconds", "nanos"), {})
+    add(
+        "SystemProperties",
+        d.SystemProperties.DESCRIPTOR,
+        _FLAT_SYSTEM_FIELDS,
+        {"born_timestamp": "Timestamp"},
+    )
+    add(
+        "Message",
+        d.Message.DESCRIPTOR,
+        _FLAT_MESSAGE_FIELDS,
+        {"topic": "Resource", "system_properties": "SystemProperties"},
+    )
+    add("Request", s.SendMessageRequest.DESCRIPTOR, (), {"messages": "Message"})
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(file)
+    request, resource = (
+        message_factory.GetMessageClass(pool.FindMessageTypeByName(f"broker_emulator.flat.{name}"))
+        for name in ("Request", "Resource")
+    )
+    return request, resource
+
+
+_FlatRequest, _FlatResource = _flat_classes()
+
+
+@dataclass
+class SendColumns:
+    """The messages of one SendMessageRequest field by field: lists in message order.
+
+    A column is None when no message sets the field (every message has the proto default); an optional
+    field's list holds None for the messages that leave it unset. Timestamps are epoch milliseconds.
+    """
+
+    n: int
+    topics_match: bool  # True: every message certainly names message #0's topic (False: compare one by one)
+    body: list[bytes]
+    body_size: list[int]
+    message_id: list[str]
+    tag: list[str | None] | None
+    keys: list[list[str]] | None
+    properties: list[list[tuple[str, str]]] | None
+    born_timestamp: list[int] | None
+    born_host: list[str] | None
+    message_group: list[str | None] | None
+    delivery_timestamp: list[int | None] | None
+    message_type: list[int] | None
+    body_encoding: list[int] | None
+    queue_id: list[int] | None
+
+
+def _all(values: list, value: Any) -> bool:
+    """Whether every item of `values` equals `value` (equality, no hashing: cheap on fresh str objects)."""
+    return values.count(value) == len(values)
+
+
+def _topics_match(merged: Any, first: Any, n: int) -> bool:
+    """Whether each of the n topics merged in `merged` (a _FlatResource) is `first`.
+
+    Compares serializations (n copies of each of first's set fields, in field order) before, if they
+    differ, the values themselves.
+    """
+    ns, name = first.resource_namespace, first.name
+    expected = _FlatResource(resource_namespace=[ns] if ns else []).SerializeToString() * n
+    expected += _FlatResource(name=[name] if name else []).SerializeToString() * n
+    if merged.SerializeToString() == expected:
+        return True
+    names, namespaces = merged.name[:], merged.resource_namespace[:]
+    if len(names) != n or not _all(names, name):
+        return False
+    return len(namespaces) == n and _all(namespaces, ns) if ns else not namespaces
+
+
+def _timestamps_ms(serialized: list[bytes]) -> list[int]:
+    """Serialized Timestamps → epoch ms, each distinct value decoded once."""
+    ms = {raw: timestamp_ms(timestamp_pb2.Timestamp.FromString(raw)) for raw in set(serialized)}
+    return [ms[raw] for raw in serialized]
+
+
+def _born_ms(seconds: list[int], nanos: list[int], n: int) -> list[int] | None:
+    """`timestamp_ms` of n timestamps whose non-zero seconds and nanos are all given (or none of them)."""
+    if not seconds and not nanos:
+        return None
+    if (not seconds or _all(seconds, seconds[0])) and (not nanos or _all(nanos, nanos[0])):
+        ts = timestamp_pb2.Timestamp(seconds=seconds[0] if seconds else 0, nanos=nanos[0] if nanos else 0)
+        return [timestamp_ms(ts)] * n
+    secs = np.array(seconds, np.int64) if seconds else np.zeros(n, np.int64)
+    ms = secs * 1000 + (np.array(nanos, np.int64) // 1_000_000 if nanos else 0)
+    return np.where(secs > _SECONDS_LOOK_LIKE_MS, secs, ms).tolist()
+
+
+def send_columns(request) -> SendColumns:
+    """Reads a (non-empty) SendMessageRequest column-wise.
+
+    The request is re-serialized (canonically: each set field once per message, proto3 defaults omitted,
+    optional fields exactly when set) and parsed once as `_FlatRequest`. So a field with n values is set by
+    every message, one with none by no message; only a field set by some messages is read message by message.
+    """
+    msgs = request.messages
+    n = len(msgs)
+    flat = _FlatRequest.FromString(request.SerializeToString()).messages
+    fsp = flat.system_properties
+    sps: list = []
+
+    def each(get: Callable[[Any], Any]) -> list:
+        if not sps:
+            sps.extend(m.system_properties for m in msgs)
+        return [get(sp) for sp in sps]
+
+    def column(values: Any, get: Callable[[Any], Any]) -> list | None:
+        k = len(values)
+        return values[:] if k == n else None if k == 0 else each(get)
+
+    body = flat.body[:] if len(flat.body) == n else [m.body for m in msgs]
+    message_id = fsp.message_id[:] if len(fsp.message_id) == n else each(lambda sp: sp.message_id)
+    properties = None
+    if flat.user_properties:
+        properties = [list(m.user_properties.items()) for m in msgs]
+    keys = each(lambda sp: list(sp.keys)) if fsp.keys else None
+    seconds, nanos = fsp.born_timestamp.seconds[:], fsp.born_timestamp.nanos[:]
+    if len(seconds) in (0, n) and len(nanos) in (0, n):
+        born = _born_ms(seconds, nanos, n)
+    else:
+        born = each(lambda sp: timestamp_ms(sp.born_timestamp))
+    delivery: list[int | None] | None = None
+    if len(fsp.delivery_timestamp) == n:
+        delivery = _timestamps_ms(fsp.delivery_timestamp[:])  # type: ignore[assignment]
+    elif fsp.delivery_timestamp:
+        delivery = each(
+            lambda sp: timestamp_ms(sp.delivery_timestamp) if sp.HasField("delivery_timestamp") else None
+        )
+    return SendColumns(
+        n=n,
+        topics_match=_topics_match(flat.topic, msgs[0].topic, n),
+        body=body,
+        body_size=list(map(len, body)),
+        message_id=message_id,
+        tag=column(fsp.tag, lambda sp: sp.tag if sp.HasField("tag") else None),
+        keys=keys,
+        properties=properties,
+        born_timestamp=born,
+        born_host=column(fsp.born_host, lambda sp: sp.born_host),
+        message_group=column(
+            fsp.message_group, lambda sp: sp.message_group if sp.HasField("message_group") else None
+        ),
+        delivery_timestamp=delivery,
+        message_type=column(fsp.message_type, lambda sp: sp.message_type),
+        body_encoding=column(fsp.body_encoding, lambda sp: sp.body_encoding),
+        queue_id=column(fsp.queue_id, lambda sp: sp.queue_id),
+    )
+
+
+def message_types(cols: SendColumns) -> list[int] | None:
+    """`derive_message_type` of every message; None when all are NORMAL by default."""
+    types = cols.message_type
+    if cols.message_group is None and cols.delivery_timestamp is None:
+        if types is None or 0 not in types:
+            return types
+        return [t or d.NORMAL for t in types]
+    n = cols.n
+    return [
+        t or (d.FIFO if g is not None else d.DELAY if w is not None else d.NORMAL)
+        for t, g, w in zip(
+            types or repeat(0, n),
+            cols.message_group or repeat(None, n),
+            cols.delivery_timestamp or repeat(None, n),
+            strict=True,
+        )
+    ]
+
+
+_WIRE_TYPES = {f.name: f.type for f in WIRE_SCHEMA}
+
+
+def _column(values: list | None, n: int, type_: pa.DataType, default: Any) -> Column:
+    """A stored column: a value shared by every row without per-row work, else the list itself."""
+    if values is None:
+        return repeated(default, n, type_)
+    if _all(values, values[0]):
+        return repeated(values[0], n, type_)
+    return values
+
+
+def _binary_array(data: bytes, sizes: list[int], type_: pa.DataType) -> pa.Array:
+    """A binary/string array over `data` (the values back to back) without copying it."""
+    n = len(sizes)
+    if _all(sizes, sizes[0]):
+        offsets = np.arange(n + 1, dtype=np.int32) * np.int32(sizes[0])
+    else:
+        offsets = np.zeros(n + 1, np.int32)
+        np.cumsum(sizes, out=offsets[1:])
+    return pa.Array.from_buffers(type_, n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def _string_array(values: list[str]) -> pa.Array:
+    """pa.array(values, pa.string()), built from one joined buffer when every value is ASCII."""
+    joined = "".join(values)
+    if not joined.isascii():
+        return pa.array(values, pa.string())
+    return _binary_array(joined.encode("ascii"), list(map(len, values)), pa.string())
+
+
+def message_columns(
+    cols: SendColumns, bodies: list[bytes], types: list[int] | None, now_ms: int
+) -> MessageColumns:
+    """The stored columns of a validated request's messages (what `add_message` stores, per column).
+
+    `bodies` are the messages' decoded bodies; shared values cost nothing per row, and the message id
+    and body columns are views of one joined buffer each (one exact allocation, no Arrow builder).
+    """
+    n = cols.n
+    tags = cols.tag
+    if tags is None:
+        tag_code = np.zeros(n, np.int32)
+    elif _all(tags, tags[0]):
+        tag_code = np.full(n, java_string_hash(tags[0]) if tags[0] else 0, np.int32)
+    else:
+        codes = {t: java_string_hash(t) if t else 0 for t in set(tags)}
+        tag_code = np.fromiter((codes[t] for t in tags), np.int32, n)
+    delivery = cols.delivery_timestamp
+    if delivery is not None:
+        delivery = [w if w is not None and w > now_ms else None for w in delivery]
+    sizes = cols.body_size if bodies is cols.body else list(map(len, bodies))
+    typ = _WIRE_TYPES.__getitem__
+    return MessageColumns(
+        message_id=_string_array(cols.message_id),
+        tag=_column(tags, n, typ("tag"), None),
+        keys=_column(cols.keys, n, typ("keys"), []),
+        body=_binary_array(b"".join(bodies), sizes, typ("body")),
+        properties=_column(cols.properties, n, typ("properties"), []),
+        born_timestamp=_column(cols.born_timestamp, n, typ("born_timestamp"), 0),
+        born_host=_column(cols.born_host, n, typ("born_host"), ""),
+        reconsume_times=repeated(0, n, typ("reconsume_times")),
+        message_group=_column(cols.message_group, n, typ("message_group"), None),
+        delivery_timestamp=_column(delivery, n, typ("delivery_timestamp"), None),
+        message_type=_column(types, n, typ("message_type"), d.NORMAL),
+        tag_code=tag_code,
+    )
+
+
+# SendMessageResponse(status=OK) and SendResultEntry(status=OK) serialized: both are field 1 = Status OK.
+_OK_STATUS_FIELD = s.SendResultEntry(status=d.Status(code=d.OK, message="OK")).SerializeToString()
+_ENTRY_PREFIX = _OK_STATUS_FIELD + b"\x12"  # ... then SendResultEntry.message_id: field 2, length-delimited
+_ENTRIES_TAG = 0x12  # SendMessageResponse.entries: field 2, length-delimited
+_OFFSET_TAG = 0x20  # SendResultEntry.offset: field 4, varint
+_VARINT_LIMITS = np.array([1 << (7 * k) for k in range(1, 10)], dtype=np.uint64)
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _varint_sizes(values: np.ndarray) -> np.ndarray:
+    """Bytes of each (non-negative) value as a protobuf varint."""
+    return np.searchsorted(_VARINT_LIMITS, values.astype(np.uint64), side="right") + 1
+
+
+def _put_varints(out: np.ndarray, pos: np.ndarray, values: np.ndarray, sizes: np.ndarray) -> None:
+    """Writes values[i] as a varint of sizes[i] bytes at out[pos[i]:]."""
+    values = values.astype(np.uint64)
+    for k in range(int(sizes.max())):
+        sel = sizes > k
+        low7 = (values[sel] >> np.uint64(7 * k)) & np.uint64(0x7F)
+        more = (sizes[sel] > k + 1).astype(np.uint64) << np.uint64(7)
+        out[pos[sel] + k] = low7 | more
+
+
+def send_response_bytes(message_ids: pa.StringArray, offsets: np.ndarray) -> bytes:
+    """Serialized SendMessageResponse(status=OK, entries=[SendResultEntry(status=OK, message_id, offset)]).
+
+    Built with NumPy rather than one protobuf object per message: as rows of one 2-D array when all ids
+    have one length and all offsets one varint size (the usual case), else entry by entry. Offset 0 is
+    written explicitly (a protobuf encoder would omit it); parsers read both the same.
+    """
+    n = len(message_ids)
+    id_ends = np.frombuffer(message_ids.buffers()[1], np.int32, n + 1, message_ids.offset * 4).astype(
+        np.int64
+    )
+    id_data = np.frombuffer(message_ids.buffers()[2], np.uint8)[id_ends[0] : id_ends[-1]]
+    offsets = np.asarray(offsets, dtype=np.int64)
+    id_len = np.diff(id_ends)
+    size = len(_varint(int(offsets.max())))
+    if id_len.min() == id_len.max() and len(_varint(int(offsets.min()))) == size:
+        return _OK_STATUS_FIELD + _uniform_entries(id_data, int(id_len[0]), offsets, size)
+    return _OK_STATUS_FIELD + _entries(id_data, id_ends, offsets)
+
+
+def _uniform_entries(id_data: np.ndarray, id_len: int, offsets: np.ndarray, offset_size: int) -> bytes:
+    """Entries whose ids have `id_len` bytes and offsets `offset_size` varint bytes: rows of one array."""
+    head = _varint(id_len)
+    head = (
+        bytes([_ENTRIES_TAG])
+        + _varint(len(_ENTRY_PREFIX) + len(head) + id_len + 1 + offset_size)
+        + _ENTRY_PREFIX
+        + head
+    )
+    width = len(head) + id_len + 1 + offset_size
+    rows = np.empty((len(offsets), width), np.uint8)
+    rows[:, : len(head)] = np.frombuffer(head, np.uint8)
+    rows[:, len(head) : len(head) + id_len] = id_data.reshape(len(offsets), id_len)
+    col = len(head) + id_len
+    rows[:, col] = _OFFSET_TAG
+    for k in range(offset_size):
+        low7 = (offsets >> (7 * k)) & 0x7F
+        rows[:, col + 1 + k] = low7 | 0x80 if k < offset_size - 1 else low7
+    return rows.tobytes()
+
+
+def _entries(id_data: np.ndarray, id_ends: np.ndarray, offsets: np.ndarray) -> bytes:
+    """Entries of any id lengths and offsets."""
+    n = len(offsets)
+    id_len = np.diff(id_ends)
+    id_len_size, offset_size = _varint_sizes(id_len), _varint_sizes(offsets)
+    prefix = np.frombuffer(_ENTRY_PREFIX, np.uint8)
+    entry_len = len(prefix) + id_len_size + id_len + 1 + offset_size
+    entry_len_size = _varint_sizes(entry_len)
+    total = 1 + entry_len_size + entry_len
+    starts = np.zeros(n, np.int64)
+    np.cumsum(total[:-1], out=starts[1:])
+    out = np.empty(int(total.sum()), np.uint8)
+    out[starts] = _ENTRIES_TAG
+    pos = starts + 1
+    _put_varints(out, pos, entry_len, entry_len_size)
+    pos += entry_len_size
+    out[pos[:, None] + np.arange(len(prefix))] = prefix
+    pos += len(prefix)
+    _put_varints(out, pos, id_len, id_len_size)
+    pos += id_len_size
+    out[np.repeat(pos - (id_ends[:-1] - id_ends[0]), id_len) + np.arange(len(id_data))] = id_data
+    pos += id_len
+    out[pos] = _OFFSET_TAG
+    _put_varints(out, pos + 1, offsets, offset_size)
+    return out.tobytes()

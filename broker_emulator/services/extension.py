@@ -77,9 +77,18 @@ class ExtensionService(pb_grpc.EmulatorServiceServicer):
         return pb.AdminResponse(code=d.OK, message="OK", result_json=json.dumps(result))
 
     # --------------------------------------------------------------- admin verbs
-    def _admin_create_topic(self, name: str, queues: int | None = None, message_type: str = "MIXED") -> dict:
-        cfgs = self.cluster.create_topic(name, queues, message_type)
-        return {"topic": name, "brokers": [b.name for b in self.cluster.brokers], "queues": cfgs[0].queues}
+    def _admin_create_topic(
+        self,
+        name: str,
+        queues: int | None = None,
+        message_type: str = "MIXED",
+        brokers: list[str] | None = None,
+    ) -> dict:
+        for b in brokers or []:
+            self.cluster.broker(b)  # unknown broker names are an error, not an empty topic
+        cfgs = self.cluster.create_topic(name, queues, message_type, brokers)
+        served = [b.name for b in self.cluster.brokers if brokers is None or b.name in brokers]
+        return {"topic": name, "brokers": served, "queues": cfgs[0].queues}
 
     def _admin_topics(self, topic: str | None = None) -> list[dict]:
         out = []
@@ -121,6 +130,12 @@ class ExtensionService(pb_grpc.EmulatorServiceServicer):
             ],
         }
 
+    def _admin_update_group(
+        self, group: str, max_retries: int | None = None, fifo: bool | None = None
+    ) -> dict:
+        cfg = self.cluster.update_group(group, max_retries, fifo)
+        return {"group": group, "max_retries": cfg.max_retries, "fifo": cfg.fifo}
+
     def _admin_lag(self, group: str | None = None, topic: str | None = None) -> list[dict]:
         out = []
         for b in self.cluster.brokers:
@@ -149,7 +164,14 @@ class ExtensionService(pb_grpc.EmulatorServiceServicer):
     def _admin_stats(self) -> dict:
         return {
             "brokers": [
-                {**b.store.stats(), "endpoint": b.endpoint, "faults": b.faults.current.to_dict()}
+                {
+                    **b.store.stats(),
+                    "endpoint": b.endpoint,
+                    "faults": b.faults.current.to_dict(),
+                    "pop": b.pop.stats() if b.pop else {},
+                    "delayed_pending": b.delay.pending if b.delay else 0,
+                    "transactions_pending": b.transactions.pending if b.transactions else 0,
+                }
                 for b in self.cluster.brokers
             ],
             "clients": len(self.cluster.clients.snapshot()),

@@ -6,8 +6,11 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator
+from itertools import repeat
 
 import grpc
+import numpy as np
+import pyarrow as pa
 from google.protobuf import duration_pb2
 from rocketmq.grpc_protocol import definition_pb2 as d
 from rocketmq.grpc_protocol import service_pb2 as s
@@ -17,11 +20,35 @@ from ..cluster import Broker, Cluster, group_error, topic_error
 from ..filtering import FilterError, parse_filter
 from ..hashing import guava_consistent_hash, java_string_hash
 from ..long_polling import LongPollingService
+from ..store.message_store import TopicConfig
 from ..store.records import MessageColumns
-from .common import OK, apply_faults, duration_seconds, metadata, polling_timeout, status
-from .converters import add_message, decode_body, derive_message_type, table_to_messages, wrap_namespace
+from .common import (
+    OK,
+    apply_faults,
+    client_id,
+    client_id_required,
+    duration_seconds,
+    metadata,
+    polling_timeout,
+    rpc,
+    status,
+)
+from .consumption import ConsumptionRpcs
+from .converters import (
+    SendColumns,
+    add_message,
+    decode_body,
+    derive_message_type,
+    message_columns,
+    message_types,
+    send_columns,
+    send_response_bytes,
+    table_to_messages,
+    wrap_namespace,
+)
+from .held_rows import HeldRows, held_rows
 from .pulling import pull, pull_status
-from .validation import SendRejected, accept_message_types, check_message, check_type
+from .validation import SendRejected, accept_message_types, check_message, check_type, columns_valid
 
 log = logging.getLogger(__name__)
 
@@ -37,13 +64,15 @@ CLIENT_TYPES = {
     5: "LITE_PUSH",
     6: "LITE_SIMPLE",
 }
+# A request's appends: its message ids (request order) and, per queue, the columns and request indices.
+_Plan = tuple[pa.StringArray, list[tuple[int, MessageColumns, np.ndarray | slice]]]
 
 
 def _dur(seconds: float) -> duration_pb2.Duration:
     return duration_pb2.Duration(seconds=int(seconds), nanos=int((seconds - int(seconds)) * 1e9))
 
 
-class MessagingService(service_pb2_grpc.MessagingServiceServicer):
+class MessagingService(ConsumptionRpcs, service_pb2_grpc.MessagingServiceServicer):
     """Serves one broker; routes and client registration are answered for the whole cluster."""
 
     def __init__(self, cluster: Cluster, broker: Broker, polling: LongPollingService) -> None:
@@ -51,7 +80,6 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
         self.broker = broker
         self.store = broker.store
         self.polling = polling
-        self.telemetry_sessions: dict[str, asyncio.Queue] = {}
 
     # ------------------------------------------------------------------ helpers
     def _client_id(self, context) -> str:
@@ -102,8 +130,8 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
         return topic, mq.id, None, None
 
     # ------------------------------------------------------------------ route / clients
+    @rpc(s.QueryRouteResponse)
     async def QueryRoute(self, request, context):
-        await apply_faults(self.broker, context)
         err = topic_error(request.topic.name)
         if err:
             return s.QueryRouteResponse(status=status(d.ILLEGAL_TOPIC, err))
@@ -114,11 +142,9 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
             status=OK, message_queues=self._queue_route(topic, request.topic.resource_namespace)
         )
 
+    @rpc(s.HeartbeatResponse)
     async def Heartbeat(self, request, context):
-        await apply_faults(self.broker, context)
         cid = self._client_id(context)
-        if not cid:
-            return s.HeartbeatResponse(status=status(d.CLIENT_ID_REQUIRED, "x-mq-client-id is required"))
         ctype = CLIENT_TYPES.get(request.client_type)
         if ctype is None:
             return s.HeartbeatResponse(
@@ -155,13 +181,13 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
                 )
             )
         elif settings.HasField("subscription"):
+            group_cfg = self.cluster.group_config(wrap_namespace(settings.subscription.group))
             out.subscription.receive_batch_size = 32
             out.subscription.long_polling_timeout.CopyFrom(_dur(20))
-            if not out.subscription.HasField("fifo"):
-                out.subscription.fifo = False
+            out.subscription.fifo = group_cfg.fifo
             out.backoff_policy.CopyFrom(
                 d.RetryPolicy(
-                    max_attempts=17,
+                    max_attempts=group_cfg.max_attempts,
                     customized_backoff=d.CustomizedBackoff(next=[_dur(x) for x in RETRY_DELAYS_S]),
                 )
             )
@@ -192,7 +218,7 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
         cid = md.get("x-mq-client-id", "")
         outbound: asyncio.Queue = asyncio.Queue()
         if cid:
-            self.telemetry_sessions[cid] = outbound
+            self.broker.telemetry[cid] = (outbound, None)
 
         async def read_commands() -> None:
             try:
@@ -210,6 +236,8 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
                             )
                             continue
                         self._register_settings(cid, st, md)
+                        if cid:
+                            self.broker.telemetry[cid] = (outbound, st)
                         await outbound.put(s.TelemetryCommand(status=OK, settings=self._settings_reply(st)))
                     else:
                         self.cluster.clients.touch(cid, self.broker.name)
@@ -227,29 +255,53 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
                 yield item
         finally:
             reader.cancel()
-            if self.telemetry_sessions.get(cid) is outbound:
-                del self.telemetry_sessions[cid]
+            entry = self.broker.telemetry.get(cid)
+            if entry is not None and entry[0] is outbound:
+                del self.broker.telemetry[cid]
 
+    @rpc(s.NotifyClientTerminationResponse)
     async def NotifyClientTermination(self, request, context):
-        await apply_faults(self.broker, context)
         cid = self._client_id(context)
-        if not cid:
-            return s.NotifyClientTerminationResponse(
-                status=status(d.CLIENT_ID_REQUIRED, "x-mq-client-id is required")
-            )
         self.cluster.clients.remove(cid)
+        self.broker.telemetry.pop(cid, None)
         return s.NotifyClientTerminationResponse(status=OK)
 
     # ------------------------------------------------------------------ send
     async def SendMessage(self, request, context):
-        await apply_faults(self.broker, context)
-        try:
-            entries = await self._send(request, context)
-        except SendRejected as e:
-            return s.SendMessageResponse(status=status(e.code, e.message))
-        return s.SendMessageResponse(status=OK, entries=entries)
+        return s.SendMessageResponse.FromString(await self.send_message_bytes(request, context))
 
-    async def _send(self, request, context) -> list[s.SendResultEntry]:
+    async def send_message_bytes(self, request, context) -> bytes:
+        """SendMessage answering with the serialized SendMessageResponse (see `add_to_server`)."""
+        await apply_faults(self.broker, context)
+        if not client_id(context):
+            return s.SendMessageResponse(status=client_id_required()).SerializeToString()
+        try:
+            message_ids, offsets, tx_ids = await self._send(request, context)
+        except SendRejected as e:
+            return s.SendMessageResponse(status=status(e.code, e.message)).SerializeToString()
+        if tx_ids is None:
+            return send_response_bytes(message_ids, offsets)
+        resp = s.SendMessageResponse.FromString(send_response_bytes(message_ids, offsets))
+        for entry, tx in zip(resp.entries, tx_ids, strict=True):
+            entry.transaction_id = tx
+        return resp.SerializeToString()
+
+    def add_to_server(self, server: grpc.aio.Server) -> None:
+        """Registers this service like `service_pb2_grpc.add_MessagingServiceServicer_to_server`, except that
+        SendMessage hands `send_message_bytes`' result to gRPC as is (no parse and re-serialization of the
+        response). Its handler is registered first, so it shadows the generated one."""
+        send = grpc.unary_unary_rpc_method_handler(
+            self.send_message_bytes, request_deserializer=s.SendMessageRequest.FromString
+        )
+        service = s.DESCRIPTOR.services_by_name["MessagingService"].full_name
+        server.add_generic_rpc_handlers(
+            (grpc.method_handlers_generic_handler(service, {"SendMessage": send}),)
+        )
+        service_pb2_grpc.add_MessagingServiceServicer_to_server(self, server)
+
+    async def _send(self, request, context) -> tuple[pa.StringArray, np.ndarray, list[str] | None]:
+        """Checks and stores a request's messages: their ids, offsets and (half messages only) transaction
+        ids in request order; raises SendRejected."""
         msgs = request.messages
         if not msgs:
             raise SendRejected(d.MESSAGE_CORRUPTED, "the request holds no message")
@@ -257,12 +309,14 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
         err = topic_error(first.name)
         if err:
             raise SendRejected(d.ILLEGAL_TOPIC, err)
-        for i, m in enumerate(msgs):
-            if m.topic.name != first.name or m.topic.resource_namespace != first.resource_namespace:
-                raise SendRejected(
-                    d.MESSAGE_CORRUPTED,
-                    f"message #{i} is for topic {m.topic.name!r}, message #0 for {first.name!r}",
-                )
+        cols = send_columns(request)
+        if not cols.topics_match:
+            for i, m in enumerate(msgs):
+                if m.topic.name != first.name or m.topic.resource_namespace != first.resource_namespace:
+                    raise SendRejected(
+                        d.MESSAGE_CORRUPTED,
+                        f"message #{i} is for topic {m.topic.name!r}, message #0 for {first.name!r}",
+                    )
         topic = wrap_namespace(first)
         if not self.cluster.ensure_topic(topic):
             raise SendRejected(d.TOPIC_NOT_FOUND, f"topic {topic} does not exist")
@@ -277,6 +331,142 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
             raise SendRejected(d.INTERNAL_SERVER_ERROR, f"{self.broker.name}: injected send failure")
         explicit = metadata(context).get(EXPLICIT_QUEUE_HEADER, "").lower() == "true"
         now = int(time.time() * 1000)
+        plan = self._plan_columns(cols, topic, cfg, explicit, now)
+        if plan is None:
+            plan = self._plan_per_message(msgs, topic, cfg, explicit, now)
+        message_ids, appends = plan
+        offsets = np.empty(len(msgs), np.int64)
+        end = 0
+        tx_ids: list[str] | None = None
+        for qid, qcols, idxs in appends:
+            held = held_rows(qcols, now)
+            if held is None:
+                base, end_pos = self.store.append(topic, qid, qcols)
+                offsets[idxs] = np.arange(base, base + len(qcols))
+            else:
+                base, end_pos, txs = self._append_held(topic, qid, qcols, held, client_id(context))
+                offsets[idxs] = base
+                if txs:
+                    tx_ids = tx_ids or [""] * len(msgs)
+                    for i, tx in zip(np.arange(len(msgs))[idxs], txs, strict=True):
+                        tx_ids[int(i)] = tx
+            end = max(end, end_pos)
+        await self.store.wait_durable(end)
+        return message_ids, offsets, tx_ids
+
+    def _append_held(self, topic: str, qid: int, cols: MessageColumns, held: HeldRows, producer: str):
+        """Appends a queue's messages where some wait: delayed ones for their time, half messages for
+        EndTransaction. Returns (per-message offsets, durable end, per-message transaction ids or None)."""
+        assert self.broker.delay is not None and self.broker.transactions is not None
+        n = len(cols)
+        offsets = np.zeros(n, np.int64)
+        end = 0
+        txs: list[str] | None = None
+        if len(held.normal):
+            base, end = self.store.append(topic, qid, cols.take(held.normal))
+            offsets[held.normal] = np.arange(base, base + len(held.normal))
+        if len(held.delayed):
+            base, e = self.broker.delay.schedule(topic, qid, cols.take(held.delayed), held.due)
+            offsets[held.delayed] = np.arange(base, base + len(held.delayed))
+            end = max(end, e)
+        if len(held.transactional):
+            ids, base, e = self.broker.transactions.prepare(
+                topic, qid, cols.take(held.transactional), producer
+            )
+            offsets[held.transactional] = np.arange(base, base + len(held.transactional))
+            end = max(end, e)
+            txs = [""] * n
+            for i, tx in zip(held.transactional, ids, strict=True):
+                txs[int(i)] = tx
+        return offsets, end, txs
+
+    @rpc(s.EndTransactionResponse)
+    async def EndTransaction(self, request, context):
+        if not request.transaction_id.strip():
+            return s.EndTransactionResponse(
+                status=status(d.INVALID_TRANSACTION_ID, "transaction_id is blank")
+            )
+        err = topic_error(request.topic.name)
+        if err:
+            return s.EndTransactionResponse(status=status(d.ILLEGAL_TOPIC, err))
+        if request.resolution not in (d.COMMIT, d.ROLLBACK):
+            return s.EndTransactionResponse(status=status(d.BAD_REQUEST, f"resolution {request.resolution}"))
+        assert self.broker.transactions is not None
+        parked = self.broker.transactions.end(request.transaction_id, commit=request.resolution == d.COMMIT)
+        if parked is None:
+            return s.EndTransactionResponse(
+                status=status(
+                    d.INVALID_TRANSACTION_ID,
+                    f"transaction {request.transaction_id} is unknown on {self.broker.name} or already resolved",
+                )
+            )
+        return s.EndTransactionResponse(status=OK)
+
+    def _plan_columns(
+        self, cols: SendColumns, topic: str, cfg: TopicConfig, explicit: bool, now: int
+    ) -> _Plan | None:
+        """The appends of a request whose every message passes the checks, worked out column by column.
+
+        None when some message fails a check: `_plan_per_message` then reports the first one. Queues are
+        chosen as there: the named queue id, else the Guava hash of the message group, else the one
+        round-robin queue of the request.
+        """
+        types = message_types(cols)
+        if not columns_valid(cols, types, self.cluster.config.max_body_size, now, cfg.message_type):
+            return None
+        qids = self._queue_ids(cols, cfg.queues, explicit)
+        if qids is None:
+            return None
+        rr_first = qids.index(-1) if -1 in qids else None
+        bodies = cols.body
+        if cols.body_encoding is not None and d.GZIP in cols.body_encoding:
+            bodies = list(bodies)
+            for i, encoding in enumerate(cols.body_encoding):
+                if encoding != d.GZIP:
+                    continue
+                try:
+                    bodies[i] = decode_body(bodies[i], d.GZIP)
+                except Exception as e:
+                    if rr_first is not None and rr_first <= i:
+                        self.broker.next_queue(topic, cfg.queues)  # as far as the per-message loop gets
+                    raise SendRejected(
+                        d.MESSAGE_CORRUPTED, f"message #{i}: GZIP body cannot be decoded: {e}"
+                    ) from e
+        if rr_first is not None:
+            rr = self.broker.next_queue(topic, cfg.queues)
+            qids = [rr if q < 0 else q for q in qids]
+        mcols = message_columns(cols, bodies, types, now)
+        if qids.count(qids[0]) == cols.n:
+            return mcols.message_id, [(qids[0], mcols, slice(None))]
+        by_queue = np.asarray(qids)
+        order = np.argsort(by_queue, kind="stable")
+        groups = np.split(order, np.flatnonzero(np.diff(by_queue[order])) + 1)
+        groups.sort(key=lambda idx: idx[0])  # queues in order of first appearance, as per message
+        return mcols.message_id, [(qids[idx[0]], mcols.take(idx), idx) for idx in groups]
+
+    @staticmethod
+    def _queue_ids(cols: SendColumns, queues: int, explicit: bool) -> list[int] | None:
+        """Each message's queue id (-1: the round-robin queue); None when a named queue id is out of range."""
+        n = cols.n
+        named = cols.queue_id
+        if explicit:
+            qids = named or [0] * n
+            return qids if 0 <= min(qids) and max(qids) < queues else None
+        if named is not None:
+            nonzero = [q for q in named if q]
+            if nonzero and not (0 <= min(nonzero) and max(nonzero) < queues):
+                return None
+        groups = cols.message_group
+        if groups is None:
+            return [q or -1 for q in named] if named is not None else [-1] * n
+        hashed = {g: guava_consistent_hash(java_string_hash(g), queues) for g in set(groups) if g is not None}
+        return [
+            q or (-1 if g is None else hashed[g]) for q, g in zip(named or repeat(0, n), groups, strict=True)
+        ]
+
+    def _plan_per_message(self, msgs, topic: str, cfg: TopicConfig, explicit: bool, now: int) -> _Plan:
+        """The appends of a request checked message by message: SendRejected names the first failing message
+        and its first failing check."""
         max_body = self.cluster.config.max_body_size
         per_queue: dict[int, tuple[MessageColumns, list[int]]] = {}
         rr_queue = -1
@@ -310,23 +500,12 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
                 slot = per_queue[qid] = (MessageColumns(), [])
             add_message(slot[0], m, sp, body, delivery if delivery and delivery > now else None)
             slot[1].append(i)
-        offsets = [0] * len(msgs)
-        end = 0
-        for qid, (cols, idxs) in per_queue.items():
-            base, end_pos = self.store.append(topic, qid, cols)
-            end = max(end, end_pos)
-            for j, idx in enumerate(idxs):
-                offsets[idx] = base + j
-        await self.store.wait_durable(end)
-        ok = status(d.OK)
-        return [
-            s.SendResultEntry(status=ok, message_id=m.system_properties.message_id, offset=off)
-            for m, off in zip(msgs, offsets, strict=True)
-        ]
+        message_ids = pa.array([m.system_properties.message_id for m in msgs], pa.string())
+        return message_ids, [(qid, qcols, np.asarray(idxs)) for qid, (qcols, idxs) in per_queue.items()]
 
     # ------------------------------------------------------------------ pull / offsets
+    @rpc(s.PullMessageResponse, stream=True)
     async def PullMessage(self, request, context):
-        await apply_faults(self.broker, context)
         topic, qid, code, msg = self._check_queue(request.message_queue)
         if code is None:
             err = group_error(request.group.name)
@@ -351,8 +530,8 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
                 yield s.PullMessageResponse(message=m)
         yield s.PullMessageResponse(next_offset=result.next_offset)
 
+    @rpc(s.GetOffsetResponse)
     async def GetOffset(self, request, context):
-        await apply_faults(self.broker, context)
         topic, qid, code, msg = self._check_queue(request.message_queue)
         if code is not None:
             return s.GetOffsetResponse(status=status(code, msg))
@@ -364,8 +543,8 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
             )
         return s.GetOffsetResponse(status=OK, offset=off)
 
+    @rpc(s.UpdateOffsetResponse)
     async def UpdateOffset(self, request, context):
-        await apply_faults(self.broker, context)
         topic, qid, code, msg = self._check_queue(request.message_queue)
         if code is None:
             err = group_error(request.group.name)
@@ -378,8 +557,8 @@ class MessagingService(service_pb2_grpc.MessagingServiceServicer):
         self.store.set_consumer_offset(wrap_namespace(request.group), topic, qid, request.offset)
         return s.UpdateOffsetResponse(status=OK)
 
+    @rpc(s.QueryOffsetResponse)
     async def QueryOffset(self, request, context):
-        await apply_faults(self.broker, context)
         topic, qid, code, msg = self._check_queue(request.message_queue)
         if code is not None:
             return s.QueryOffsetResponse(status=status(code, msg))

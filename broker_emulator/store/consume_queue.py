@@ -7,31 +7,46 @@ timestamp); entries live column-wise in Arrow segments so pulls slice them witho
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from .records import WIRE_SCHEMA
 
-# Small appends (single-message sends) are merged into the previous segment up to this many rows.
+# Appends smaller than MERGE_BELOW rows (e.g. single-message sends) join the last segment while it holds at
+# most MERGE_LIMIT rows; larger appends are segments of their own (never copied).
 MERGE_LIMIT = 4096
+MERGE_BELOW = 256
 
 
 @dataclass
 class Segment:
+    """Consecutive entries of a consume queue; merged appends are concatenated on first read, not per append."""
+
     base: int
-    batch: pa.RecordBatch
+    parts: list[pa.RecordBatch]
     position: int  # commit-log position of the first record contributing to this segment
     size: int  # bytes of commit-log records contributing to this segment
+    count: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.count = sum(p.num_rows for p in self.parts)
 
     @property
-    def count(self) -> int:
-        return self.batch.num_rows
+    def batch(self) -> pa.RecordBatch:
+        if len(self.parts) > 1:
+            self.parts = [pa.concat_batches(self.parts)]
+        return self.parts[0]
 
     @property
     def end(self) -> int:
-        return self.base + self.batch.num_rows
+        return self.base + self.count
+
+    def add(self, batch: pa.RecordBatch, size: int) -> None:
+        self.parts.append(batch)
+        self.count += batch.num_rows
+        self.size += size
 
 
 class ConsumeQueue:
@@ -61,20 +76,19 @@ class ConsumeQueue:
         if (
             last is not None
             and last.end == self.max_offset
-            and n < MERGE_LIMIT
+            and n < MERGE_BELOW
             and last.count + n <= MERGE_LIMIT
         ):
-            last.batch = pa.concat_batches([last.batch, batch])
-            last.size += size
+            last.add(batch, size)
         else:
-            self.segments.append(Segment(self.max_offset, batch, position, size))
+            self.segments.append(Segment(self.max_offset, [batch], position, size))
             self._bases.append(self.max_offset)
         self.max_offset += n
         ts = batch.column(WIRE_SCHEMA.get_field_index("store_timestamp"))
         self.last_store_timestamp = ts[n - 1].value
 
     def read(self, offset: int, limit: int) -> pa.Table:
-        """Rows with offsets in [offset, min(offset+limit, max_offset)), zero-copy slices of the segments."""
+        """Rows with offsets in [offset, min(offset+limit, max_offset)): slices of the segments."""
         end = min(offset + limit, self.max_offset)
         offset = max(offset, self.min_offset)
         if end <= offset:

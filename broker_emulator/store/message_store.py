@@ -181,6 +181,12 @@ class MessageStore:
             listener(topic, queue_id, cq.max_offset, cols.tag_code)
         return base, pos + size
 
+    def notify_waiters(self, topic: str, queue_id: int) -> None:
+        """Wakes held requests on a queue whose messages became visible again without an append."""
+        cq = self.queues.get((topic, queue_id))
+        for listener in self.listeners:
+            listener(topic, queue_id, cq.max_offset if cq else 0, None)
+
     def append_journal(self, topic: str, payload: bytes) -> int:
         """Writes a journal record (other modules' durable state); returns the end position to await."""
         if self.commitlog.directory is None:

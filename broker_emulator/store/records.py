@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 # Columns served to clients by bulk pull (the "wire schema"); topic/broker/queue are implied by the request.
@@ -28,22 +31,82 @@ WIRE_SCHEMA = pa.schema(
 WIRE_COLUMNS = WIRE_SCHEMA.names
 
 
+# A stored column as handed to `MessageColumns`: per-row Python values, a NumPy array or an Arrow array.
+Column = list[Any] | np.ndarray | pa.Array
+
+# WIRE_SCHEMA fields a MessageColumns carries (queue_offset and store_timestamp are set by the store).
+_CARRIED_FIELDS = [f for f in WIRE_SCHEMA if f.name not in ("queue_offset", "store_timestamp")]
+
+
+@lru_cache(maxsize=64)
+def _empty_nested(type_: pa.DataType, n: int) -> pa.Array:
+    """n empty lists / maps (pa.repeat is slow for nested types)."""
+    offsets = pa.array(np.zeros(n + 1, np.int32))
+    if isinstance(type_, pa.MapType):
+        return pa.MapArray.from_arrays(
+            offsets, pa.array([], type_.key_type), pa.array([], type_.item_type), type=type_
+        )
+    return pa.ListArray.from_arrays(offsets, pa.array([], type_.value_type), type=type_)
+
+
+@lru_cache(maxsize=256)
+def _repeated_scalar(value: Any, n: int, type_: pa.DataType) -> pa.Array:
+    return pa.nulls(n, type_) if value is None else pa.repeat(pa.scalar(value, type_), n)
+
+
+def repeated(value: Any, n: int, type_: pa.DataType) -> pa.Array:
+    """A column holding `value` (None: null) in each of n rows, built without per-row Python work.
+
+    Arrays are immutable, so recent ones are reused (batches then share their buffers).
+    """
+    if isinstance(type_, pa.ListType | pa.MapType):
+        return _empty_nested(type_, n) if not value else pa.array([value] * n, type_)
+    return _repeated_scalar(value, n, type_)
+
+
+def _from_numpy(values: np.ndarray, type_: pa.DataType) -> pa.Array:
+    """A fixed-width array viewing `values` (converted to type_'s width if needed), bypassing pa.array's
+    pandas-aware conversion path."""
+    values = np.ascontiguousarray(values, dtype=np.dtype(f"i{type_.bit_width // 8}"))
+    return pa.Array.from_buffers(type_, len(values), [None, pa.py_buffer(values)])
+
+
+def column_values(col: Column) -> list[Any]:
+    """A MessageColumns column as a Python list, whatever its representation."""
+    if isinstance(col, pa.Array):
+        return col.to_pylist()
+    return col.tolist() if isinstance(col, np.ndarray) else list(col)
+
+
+def _as_array(col: Column, type_: pa.DataType) -> pa.Array:
+    if isinstance(col, pa.Array):
+        return col
+    if isinstance(col, np.ndarray) and (pa.types.is_integer(type_) or pa.types.is_timestamp(type_)):
+        return _from_numpy(col, type_)
+    return pa.array(col, type_)
+
+
 @dataclass
 class MessageColumns:
-    """Messages of one (topic, queue) append, held column-wise so a batch is built without per-row objects."""
+    """Messages of one (topic, queue) append, held column-wise so a batch is built without per-row objects.
 
-    message_id: list[str] = field(default_factory=list)
-    tag: list[str | None] = field(default_factory=list)
-    keys: list[list[str]] = field(default_factory=list)
-    body: list[bytes] = field(default_factory=list)
-    properties: list[list[tuple[str, str]]] = field(default_factory=list)
-    born_timestamp: list[int] = field(default_factory=list)
-    born_host: list[str] = field(default_factory=list)
-    reconsume_times: list[int] = field(default_factory=list)
-    message_group: list[str | None] = field(default_factory=list)
-    delivery_timestamp: list[int | None] = field(default_factory=list)
-    message_type: list[int] = field(default_factory=list)
-    tag_code: list[int] = field(default_factory=list)
+    Either filled row by row with `append` (every column a list), or built whole with each column a list,
+    an ndarray or an Arrow array of WIRE_SCHEMA's type (e.g. `repeated(...)` for a value every row shares).
+    `tag_code` is never an Arrow array: the store hands it to arrival listeners, which iterate it as ints.
+    """
+
+    message_id: Column = field(default_factory=list)
+    tag: Column = field(default_factory=list)
+    keys: Column = field(default_factory=list)
+    body: Column = field(default_factory=list)
+    properties: Column = field(default_factory=list)
+    born_timestamp: Column = field(default_factory=list)
+    born_host: Column = field(default_factory=list)
+    reconsume_times: Column = field(default_factory=list)
+    message_group: Column = field(default_factory=list)
+    delivery_timestamp: Column = field(default_factory=list)
+    message_type: Column = field(default_factory=list)
+    tag_code: list[int] | np.ndarray = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.body)
@@ -64,6 +127,7 @@ class MessageColumns:
         message_type: int,
         tag_code: int,
     ) -> None:
+        """Adds one row (only while every column is a list)."""
         self.message_id.append(message_id)
         self.tag.append(tag)
         self.keys.append(keys)
@@ -77,37 +141,48 @@ class MessageColumns:
         self.message_type.append(message_type)
         self.tag_code.append(tag_code)
 
+    def take(self, indices: list[int] | np.ndarray) -> MessageColumns:
+        """The rows at `indices`, in that order."""
+        idx = np.asarray(indices, dtype=np.int64)
+        out: dict[str, Column] = {}
+        for f in _CARRIED_FIELDS:
+            col = getattr(self, f.name)
+            if isinstance(col, pa.Array):
+                out[f.name] = col.take(pa.array(idx))
+            elif isinstance(col, np.ndarray):
+                out[f.name] = col[idx]
+            else:
+                out[f.name] = [col[i] for i in indices]
+        return MessageColumns(**out)
+
     def to_batch(self, base_offset: int, store_timestamp: int) -> pa.RecordBatch:
         """Builds the stored batch: offsets base..base+n-1, one store timestamp for the whole append."""
         n = len(self)
-        arrays = [
-            pa.array(range(base_offset, base_offset + n), pa.int64()),
-            pa.array(self.message_id, pa.string()),
-            pa.array(self.tag, pa.string()),
-            pa.array(self.keys, pa.list_(pa.string())),
-            pa.array(self.body, pa.binary()),
-            pa.array(self.properties, pa.map_(pa.string(), pa.string())),
-            pa.array(self.born_timestamp, pa.timestamp("ms")),
-            pa.array([store_timestamp] * n, pa.timestamp("ms")),
-            pa.array(self.born_host, pa.string()),
-            pa.array(self.reconsume_times, pa.int32()),
-            pa.array(self.message_group, pa.string()),
-            pa.array(self.delivery_timestamp, pa.timestamp("ms")),
-            pa.array(self.message_type, pa.int8()),
-            pa.array(self.tag_code, pa.int32()),
-        ]
-        return pa.RecordBatch.from_arrays(arrays, schema=WIRE_SCHEMA)
+        arrays = {f.name: _as_array(getattr(self, f.name), f.type) for f in _CARRIED_FIELDS}
+        arrays["queue_offset"] = _from_numpy(np.arange(base_offset, base_offset + n), pa.int64())
+        arrays["store_timestamp"] = _from_numpy(np.full(n, store_timestamp), pa.timestamp("ms"))
+        return pa.RecordBatch.from_arrays([arrays[name] for name in WIRE_COLUMNS], schema=WIRE_SCHEMA)
 
 
 def batch_to_ipc(batch: pa.RecordBatch | pa.Table) -> bytes:
-    """Serializes a batch or table as one Arrow IPC stream."""
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, WIRE_SCHEMA) as writer:
-        if isinstance(batch, pa.Table):
-            writer.write_table(batch)
-        else:
-            writer.write_batch(batch)
-    return sink.getvalue().to_pybytes()
+    """Serializes a batch or table as one Arrow IPC stream.
+
+    The stream is sized first (a mock write copies nothing) and then written into one buffer of exactly
+    that size, instead of a growing one that is copied at every doubling.
+    """
+
+    def write(sink: pa.NativeFile) -> None:
+        with pa.ipc.new_stream(sink, WIRE_SCHEMA) as writer:
+            if isinstance(batch, pa.Table):
+                writer.write_table(batch)
+            else:
+                writer.write_batch(batch)
+
+    mock = pa.MockOutputStream()
+    write(mock)
+    buf = pa.allocate_buffer(mock.size())
+    write(pa.FixedSizeBufferWriter(buf))
+    return buf.to_pybytes()
 
 
 def ipc_to_table(payload: bytes | memoryview) -> pa.Table:

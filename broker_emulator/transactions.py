@@ -1,0 +1,121 @@
+"""Transactional messages (SPEC §3.3): half messages are parked in `RMQ_SYS_TRANS_HALF_TOPIC`,
+invisible until EndTransaction COMMIT (then appended to their queue) or dropped on ROLLBACK. A half
+message still unresolved after the check interval is sent to a producer of its topic as a Telemetry
+`recover_orphaned_transaction_command`; after `max_checks` unanswered checks it is rolled back."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+
+from rocketmq.grpc_protocol import service_pb2 as s
+
+from .held import HeldMessages, Parked
+from .store.message_store import MessageStore
+from .store.records import MessageColumns
+
+log = logging.getLogger(__name__)
+
+HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
+DEFAULT_CHECK_INTERVAL_MS = 6_000  # RocketMQ transactionTimeOut
+DEFAULT_MAX_CHECKS = 15  # transactionCheckMax
+
+# Finds a Telemetry outbound queue of a producer of the topic (preferring the sender): (topic, client id).
+SessionFinder = Callable[[str, str], "asyncio.Queue | None"]
+# Builds the v2 Message of a parked half message for the check-back command.
+MessageBuilder = Callable[[Parked], object | None]
+
+
+class TransactionService:
+    def __init__(
+        self,
+        store: MessageStore,
+        data_dir: str | None,
+        check_interval_ms: int = DEFAULT_CHECK_INTERVAL_MS,
+        max_checks: int = DEFAULT_MAX_CHECKS,
+    ) -> None:
+        self.held = HeldMessages(store, data_dir, HALF_TOPIC, "transactionPending")
+        self.check_interval_ms = check_interval_ms
+        self.max_checks = max_checks
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.find_session: SessionFinder | None = None
+        self.build_message: MessageBuilder | None = None
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self.committed = self.rolled_back = self.checks_sent = 0
+
+    def start(
+        self, loop: asyncio.AbstractEventLoop, find_session: SessionFinder, build: MessageBuilder
+    ) -> None:
+        self.loop = loop
+        self.find_session = find_session
+        self.build_message = build
+        for p in list(self.held.pending.values()):
+            self._schedule(p)
+
+    def prepare(
+        self, topic: str, queue_id: int, cols: MessageColumns, producer: str
+    ) -> tuple[list[str], int, int]:
+        """Parks half messages; returns (transaction ids, half-topic base offset, durable end)."""
+        # The id names the half message's place: unique per broker, and the same for the same sends.
+        _, next_offset = self.held.store.min_max(HALF_TOPIC, 0)
+        ids = [f"{self.held.store.broker_name}-{next_offset + i:016X}" for i in range(len(cols))]
+        due = int(time.time() * 1000) + self.check_interval_ms
+        base, end = self.held.park(cols, topic, queue_id, ids, [due] * len(ids), producer)
+        for tx in ids:
+            self._schedule(self.held.pending[tx])
+        return ids, base, end
+
+    def end(self, transaction_id: str, commit: bool) -> Parked | None:
+        """Resolves a transaction; None when the id is unknown (already resolved or never prepared)."""
+        p = self.held.take(transaction_id)
+        if p is None:
+            return None
+        t = self._timers.pop(transaction_id, None)
+        if t is not None:
+            t.cancel()
+        if commit:
+            self.held.release(p)
+            self.committed += 1
+        else:
+            self.rolled_back += 1
+        return p
+
+    def _schedule(self, p: Parked) -> None:
+        if self.loop is None:
+            return
+        delay = max(p.due_ms / 1000.0 - time.time(), 0.0)
+        self._timers[p.key] = self.loop.call_later(delay, self._check, p.key)
+
+    def _check(self, key: str) -> None:
+        self._timers.pop(key, None)
+        p = self.held.pending.get(key)
+        if p is None:
+            return
+        if p.checks >= self.max_checks:
+            log.info("transaction %s unresolved after %d checks: rolled back", key, p.checks)
+            self.end(key, commit=False)
+            return
+        p.checks += 1
+        p.due_ms = int(time.time() * 1000) + self.check_interval_ms
+        self.held.update(p)
+        session = self.find_session(p.topic, p.producer) if self.find_session else None
+        msg = self.build_message(p) if self.build_message else None
+        if session is not None and msg is not None:
+            cmd = s.TelemetryCommand()
+            cmd.recover_orphaned_transaction_command.message.CopyFrom(msg)
+            cmd.recover_orphaned_transaction_command.transaction_id = key
+            session.put_nowait(cmd)
+            self.checks_sent += 1
+        self._schedule(p)
+
+    @property
+    def pending(self) -> int:
+        return len(self.held.pending)
+
+    def close(self) -> None:
+        for t in self._timers.values():
+            t.cancel()
+        self._timers.clear()
+        self.held.close()
