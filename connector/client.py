@@ -63,6 +63,7 @@ BACKOFF_MAX_S = 1.0
 TRANSIENT_GRPC = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
 TRANSIENT_CODES = frozenset({d.TOO_MANY_REQUESTS, d.INTERNAL_SERVER_ERROR, d.PROXY_TIMEOUT})
 READER_RPCS = "PullMessage, GetOffset, UpdateOffset and QueryOffset"
+SEND_MESSAGE_METHOD = "/apache.rocketmq.v2.MessagingService/SendMessage"
 
 R = TypeVar("R")
 
@@ -279,6 +280,15 @@ class RocketMQClient:
             )
 
         return make
+
+    def send_message_raw(self, endpoint: str) -> grpc.UnaryUnaryMultiCallable:
+        """SendMessage on `endpoint` taking an already serialized SendMessageRequest (bytes), answering a parsed
+        SendMessageResponse: the writer encodes its requests itself (`connector.send_encoding`)."""
+        return self._channel(endpoint).channel.unary_unary(
+            SEND_MESSAGE_METHOD,
+            request_serializer=None,
+            response_deserializer=s.SendMessageResponse.FromString,
+        )
 
     def _resource(self, name: str) -> d.Resource:
         return d.Resource(name=name, resource_namespace=self.config.namespace)

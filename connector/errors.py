@@ -45,3 +45,17 @@ def code_name(code: int) -> str:
         return definition_pb2.Code.Name(code)
     except ValueError:
         return f"CODE_{code}"
+
+
+class DataLossError(ConnectorError):
+    """Messages the query should read are gone (retention, a vanished queue, an offset reset) and
+    `failOnDataLoss` is true; the message names the queue and the offsets."""
+
+
+class SinkInputError(ValueError):
+    """The DataFrame written to the rocketmq sink is unusable: an unknown or mistyped column, or a bad row
+    (the message names the column or the row index and the problem)."""
+
+
+class SendFailedError(ConnectorError):
+    """A SendMessage request that still failed after its retries, or failed with a non-retryable code."""

@@ -1,0 +1,140 @@
+"""Writer throughput (SPEC §7 "write" and "raw batched send"), against an emulator in its own process.
+
+    python -m benchmarks.write_throughput [--messages 1000000] [--size 100] [--spark]
+
+* raw: the connector's producer without Spark (`RowEncoder` + `Producer`, one process): Arrow batches of
+  `--size`-byte bodies → acknowledged messages per second (target >= 300,000).
+* `--spark`: `spark.range(N)` with a `--size`-byte body column into `format("rocketmq")`, against the same
+  into a Python `DataSourceArrowWriter` that discards its batches (the Python write-path ceiling); the
+  ratio's target is >= 0.25.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import time
+import uuid
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from benchmarks.raw_throughput import start_emulator
+from connector.options import parse_writer_options
+from connector.producer import Producer
+from connector.sink_rows import RowEncoder
+
+TOPIC = "bench"
+
+
+def raw_send(endpoints: str, messages: int, size: int, batch_rows: int = 10_000) -> tuple[float, float]:
+    """Messages/s acknowledged through RowEncoder + Producer (Arrow batches of `batch_rows` rows), and
+    messages per second of this process's CPU time (the producer's own cost, whatever the emulator's)."""
+    opts = parse_writer_options({"endpoints": endpoints, "topic": TOPIC})
+    body = pa.array([b"x" * size] * batch_rows, pa.binary())
+    batch = pa.record_batch([body], names=["body"])
+    encoder = RowEncoder({"body": "body"}, TOPIC, "", opts.max_message_size)
+    producer = Producer(opts)
+    warm = encoder.encode(batch, 0)  # route, channel and first calls outside the timing
+    for rows in warm:
+        producer.send(rows)
+    producer.flush()
+    sent = 0
+    t0, cpu0 = time.perf_counter(), time.process_time()
+    while sent < messages:
+        for rows in encoder.encode(batch, sent):
+            producer.send(rows)
+        sent += batch_rows
+    stats = producer.flush()
+    dt, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    assert stats.messages == sent + batch_rows, stats
+    return sent / dt, sent / cpu
+
+
+def spark_defaults() -> list[tuple[str, str]]:
+    """The settings of the project's spark-defaults.conf."""
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "spark-defaults.conf")
+    pairs = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if line and not line.startswith("#"):
+                key, _, value = line.partition(" ")
+                pairs.append((key, value.strip()))
+    return pairs
+
+
+def spark_ratio(endpoints: str, messages: int, size: int) -> dict[str, float]:
+    """`spark.range(N)` + body → rocketmq, and → a discarding Python Arrow writer; rows/s of each."""
+    from pyspark.sql import SparkSession
+    from pyspark.sql import functions as F
+    from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
+
+    @dataclass
+    class Count(WriterCommitMessage):
+        rows: int
+
+    class Discard(DataSourceArrowWriter):
+        def write(self, iterator):  # type: ignore[no-untyped-def]
+            return Count(sum(b.num_rows for b in iterator))
+
+    class DiscardSource(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "discard"
+
+        def writer(self, schema, overwrite):  # type: ignore[no-untyped-def]
+            return Discard()
+
+    builder = SparkSession.builder.appName("write-benchmark")
+    for k, v in spark_defaults():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    spark.dataSource.register(DiscardSource)
+    pad = "x" * (size - 20)
+    df = spark.range(messages).select(F.format_string(f"%020d{pad}", "id").cast("binary").alias("body"))
+
+    def timed(fmt: str, **opts: str) -> float:
+        t0 = time.perf_counter()
+        df.write.format(fmt).options(**opts).mode("append").save()
+        return messages / (time.perf_counter() - t0)
+
+    timed("discard")  # warm-up: workers, imports
+    ceiling = timed("discard")
+    rocketmq = timed("rocketmq", endpoints=endpoints, topic=TOPIC)
+    spark.stop()
+    return {"discard_rows_per_s": ceiling, "rocketmq_rows_per_s": rocketmq, "ratio": rocketmq / ceiling}
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--messages", type=int, default=1_000_000)
+    ap.add_argument("--size", type=int, default=100)
+    ap.add_argument("--spark", action="store_true", help="also run the Spark write vs discard comparison")
+    args = ap.parse_args(argv)
+    proc, endpoints = start_emulator(8, None)
+    try:
+        result: dict = {"messages": args.messages, "body_bytes": args.size}
+        rate, per_cpu = raw_send(endpoints, args.messages, args.size)
+        result["raw_send_msgs_per_s"] = round(rate)
+        result["producer_msgs_per_cpu_s"] = round(per_cpu)
+        print(f"raw batched send (producer): {rate:12,.0f} msgs/s acknowledged (target >= 300,000)")
+        print(f"producer's own CPU cost    : {per_cpu:12,.0f} msgs per CPU-second of its process")
+        if args.spark:
+            figures = spark_ratio(endpoints, args.messages, args.size)
+            result.update({k: round(v, 3) for k, v in figures.items()})
+            print(f"spark -> discard writer   : {figures['discard_rows_per_s']:12,.0f} rows/s")
+            print(f"spark -> rocketmq         : {figures['rocketmq_rows_per_s']:12,.0f} rows/s")
+            print(f"ratio                     : {figures['ratio']:12.3f} (target >= 0.25)")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+    result["run"] = uuid.uuid4().hex[:8]
+    print(json.dumps(result))
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,563 @@
+"""The writer's send path, without Spark: encoded rows → SendMessage requests → every message acknowledged.
+
+* Requests hold up to `batchSize` messages / `batchBytes` bytes of one topic and go to ONE queue, named in
+  each message's `system_properties.queue_id` with the `x-mq-queue-id-explicit: true` header.
+* The queue of a request comes from the topic's `QueueSelector` (round robin, fault latency; SPEC §5) at
+  each attempt; rows with a `messageGroup` go to the queue the group hashes to (Guava consistent hash of
+  the group's Java hashCode over the topic's writable queues), and a FIFO queue never has two requests in
+  flight, so each group lands in order.
+* Up to `maxInFlightRequests` requests are in flight (gRPC futures); `flush()` returns when every message
+  is acknowledged OK. Retryable failures (gRPC UNAVAILABLE / DEADLINE_EXCEEDED, in-band
+  INTERNAL_SERVER_ERROR, TOO_MANY_REQUESTS with backoff, ...) are retried on a queue of another broker
+  (`select(last_broker)`), at most `retryTimesWhenSendFailed` times within `sendMsgTimeoutMs`; every
+  attempt's latency or failure is recorded in the selector. Other failures raise `SendFailedError` with
+  the server's reason and the rows concerned.
+
+Routes and selectors are cached per process (30 s route TTL), so fault-latency isolation outlives one task,
+as in a long-lived RocketMQ producer.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import os
+import queue
+import re
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+import grpc
+import numpy as np
+from rocketmq.grpc_protocol import definition_pb2 as d
+
+from .client import TRANSIENT_GRPC, RocketMQClient, get_client, java_string_hash
+from .errors import SendFailedError, code_name
+from .options import WriterOptions
+from .queue_selector import LatencyFaultTolerance, MessageQueueRef, QueueSelector, TopicPublishInfo
+from .send_encoding import encode_request, message_headers, queue_id_field
+from .sink_rows import QUEUE_FIELD_SIZE, EncodedRows
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "EXPLICIT_QUEUE_HEADER",
+    "Producer",
+    "SendStats",
+    "TopicRoute",
+    "guava_consistent_hash",
+    "topic_route",
+]
+
+#: Metadata telling the emulator that `queue_id` names the queue (proto3 cannot tell 0 from unset).
+EXPLICIT_QUEUE_HEADER = "x-mq-queue-id-explicit"
+RETRYABLE_CODES = frozenset(
+    {
+        d.INTERNAL_SERVER_ERROR,
+        d.INTERNAL_ERROR,
+        d.TOO_MANY_REQUESTS,
+        d.PROXY_TIMEOUT,
+        d.HA_NOT_AVAILABLE,
+        d.MASTER_PERSISTENCE_TIMEOUT,
+        d.SLAVE_PERSISTENCE_TIMEOUT,
+    }
+)
+ROUTE_TTL_S = 30.0
+ROUTE_TIMEOUT_MS = 10_000
+BACKOFF_INITIAL_S = 0.01  # the proxy's producer backoff: 10 ms, ×2, at most 1 s
+BACKOFF_MAX_S = 1.0
+_MESSAGE_NO = re.compile(r"message #(\d+)")
+
+
+def guava_consistent_hash(input_value: int, buckets: int) -> int:
+    """Guava `Hashing.consistentHash(long, int)` (what the proxy applies to `messageGroup.hashCode()`)."""
+    state = input_value & 0xFFFFFFFFFFFFFFFF
+    candidate = 0
+    while True:
+        state = (2862933555777941757 * state + 1) & 0xFFFFFFFFFFFFFFFF
+        nxt = int((candidate + 1) / (((state >> 33) + 1) / 2147483648.0))
+        if 0 <= nxt < buckets:
+            candidate = nxt
+        else:
+            return candidate
+
+
+# ------------------------------------------------------------------------------------------ routes
+@dataclass
+class TopicRoute:
+    """A topic's writable queues (sorted by broker, queue id), their brokers' endpoints and its selector."""
+
+    topic: str
+    queues: tuple[MessageQueueRef, ...]
+    endpoints: dict[str, str]
+    selector: QueueSelector
+    fetched: float
+
+    def group_queue(self, group: str) -> MessageQueueRef:
+        """The queue of a FIFO message group."""
+        return self.queues[guava_consistent_hash(java_string_hash(group), len(self.queues))]
+
+
+_routes: dict[tuple, TopicRoute] = {}
+_routes_lock = threading.Lock()
+_routes_pid = os.getpid()
+
+
+def topic_route(client: RocketMQClient, options: WriterOptions, topic: str) -> TopicRoute:
+    """The process's route and selector of `topic`, (re)fetched with QueryRoute when older than 30 s."""
+    global _routes_pid
+    key = (
+        client.config,
+        topic,
+        options.send_latency_fault_enable,
+        options.latency_max,
+        options.not_available_duration,
+    )
+    with _routes_lock:
+        if _routes_pid != os.getpid():
+            _routes.clear()
+            _routes_pid = os.getpid()
+        cached = _routes.get(key)
+    now = time.monotonic()
+    if cached is not None and now - cached.fetched < ROUTE_TTL_S:
+        return cached
+    infos = client.route(topic, timeout_ms=max(options.send_msg_timeout_ms, ROUTE_TIMEOUT_MS))
+    writable = [q for q in infos if q.writable]
+    if not writable:
+        raise SendFailedError(
+            f"rocketmq sink: topic {topic!r} has no writable queue "
+            f"({len(infos)} queues in its route from {client.config.endpoints}, none with write permission)"
+        )
+    refs = tuple(MessageQueueRef(topic, q.broker, q.queue_id) for q in writable)
+    endpoints = {q.broker: q.endpoint for q in writable}
+    with _routes_lock:
+        cached = _routes.get(key)
+        if cached is None:
+            tolerance = LatencyFaultTolerance(options.latency_max, options.not_available_duration)
+            selector = QueueSelector(
+                TopicPublishInfo(refs), options.send_latency_fault_enable, tolerance=tolerance
+            )
+            cached = _routes[key] = TopicRoute(topic, refs, endpoints, selector, now)
+        else:
+            if refs != cached.queues:
+                cached.selector.update_queues(refs)
+            cached.queues, cached.endpoints, cached.fetched = refs, endpoints, now
+    return cached
+
+
+def clear_routes() -> None:
+    """Forgets every cached route and selector of this process (tests)."""
+    with _routes_lock:
+        _routes.clear()
+
+
+# ------------------------------------------------------------------------------------------ stats
+def _add(counts: dict[str, int], key: str, n: int = 1) -> None:
+    counts[key] = counts.get(key, 0) + n
+
+
+def _delta(now: dict[str, object], base: dict[str, object], key: str) -> int:
+    return int(now[key]) - int(base[key])  # type: ignore[call-overload]
+
+
+@dataclass
+class SendStats:
+    """What a producer sent: acknowledged messages per broker and queue, attempts, retries, isolations."""
+
+    messages: int = 0
+    bytes: int = 0
+    requests: int = 0
+    attempts: int = 0
+    retries: int = 0
+    isolations: dict[str, int] = field(default_factory=dict)  # broker → isolations its sends caused
+    failures: dict[str, int] = field(default_factory=dict)  # "broker: reason" → failed attempts
+    per_broker: dict[str, int] = field(default_factory=dict)
+    per_queue: dict[str, int] = field(default_factory=dict)  # "topic/broker/queueId" → messages
+    better_half_picks: int = 0
+    round_robin_fallbacks: int = 0
+
+    def merge(self, other: SendStats) -> None:
+        """Adds `other`'s counts to these."""
+        for name in ("messages", "bytes", "requests", "attempts", "retries"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.better_half_picks += other.better_half_picks
+        self.round_robin_fallbacks += other.round_robin_fallbacks
+        for mine, theirs in (
+            (self.isolations, other.isolations),
+            (self.failures, other.failures),
+            (self.per_broker, other.per_broker),
+            (self.per_queue, other.per_queue),
+        ):
+            for k, v in theirs.items():
+                _add(mine, k, v)
+
+
+# ------------------------------------------------------------------------------------------ requests
+@dataclass(eq=False)
+class _Request:
+    """One SendMessage request's messages (slices of an `EncodedRows`) and the state of its attempts."""
+
+    route: TopicRoute
+    rows: EncodedRows
+    idx: slice | list[int]  # the messages of `rows` it carries
+    nbytes: int
+    fixed: MessageQueueRef | None = None  # FIFO: the group's queue
+    attempts: int = 0
+    deadline: float = 0.0
+    started: float = 0.0
+    queue: MessageQueueRef | None = None
+    endpoint: str = ""
+    last_broker: str | None = None
+    last_error: str = "no attempt was made"
+    _payload: tuple[int, bytes] | None = None
+
+    def __len__(self) -> int:
+        i = self.idx
+        return len(i) if isinstance(i, list) else i.stop - i.start
+
+    @property
+    def row_numbers(self) -> np.ndarray:
+        return self.rows.rows[self.idx]
+
+    def _pick(self, values: list[bytes]) -> list[bytes]:
+        i = self.idx
+        return values[i] if isinstance(i, slice) else [values[k] for k in i]
+
+    def payload(self, queue_id: int) -> bytes:
+        """The serialized SendMessageRequest with every message naming `queue_id` (cached per queue id)."""
+        if self._payload is not None and self._payload[0] == queue_id:
+            return self._payload[1]
+        r, qf = self.rows, queue_id_field(queue_id)
+        if len(qf) == QUEUE_FIELD_SIZE:
+            headers, sp_headers = self._pick(r.headers), r.sp_headers
+            if not isinstance(sp_headers, bytes):
+                sp_headers = self._pick(sp_headers)
+        else:
+            headers, sp_headers, _ = message_headers(
+                r.topic_field, r.core_sizes[self.idx], r.tail_sizes[self.idx], len(qf)
+            )
+        data = encode_request(
+            r.topic_field,
+            headers,
+            sp_headers,
+            self._pick(r.cores),
+            qf,
+            self._pick(r.tails),
+            self._pick(r.bodies),
+        )
+        self._payload = (queue_id, data)
+        return data
+
+    def subset(self, positions: list[int]) -> _Request:
+        """A request of some of these messages (by position in this one), with this one's attempt state."""
+        i = self.idx
+        idx = [i.start + p for p in positions] if isinstance(i, slice) else [i[p] for p in positions]
+        req = _Request(self.route, self.rows, idx, 0, self.fixed)
+        req.attempts, req.deadline, req.queue, req.endpoint = (
+            self.attempts,
+            self.deadline,
+            self.queue,
+            self.endpoint,
+        )
+        return req
+
+
+def describe_rows(rows: np.ndarray) -> str:
+    """`row 7`, `rows 0..99` or `12 rows from 3 to 40`."""
+    if len(rows) == 1:
+        return f"row {int(rows[0])}"
+    first, last = int(rows[0]), int(rows[-1])
+    if last - first + 1 == len(rows):
+        return f"rows {first}..{last}"
+    return f"{len(rows)} rows from {int(rows.min())} to {int(rows.max())}"
+
+
+class Producer:
+    """Sends encoded rows; not thread-safe (one per task). Call `send()` per batch, then `flush()`."""
+
+    def __init__(
+        self,
+        options: WriterOptions,
+        *,
+        client: RocketMQClient | None = None,
+        label: str = "the task",
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.options = options
+        self.client = client or get_client(options.client_config)
+        self.label = label
+        self.stats = SendStats()
+        self._clock = clock
+        self._timeout_s = options.send_msg_timeout_ms / 1000.0
+        self._max_attempts = 1 + options.retry_times_when_send_failed
+        self._max_in_flight = options.max_in_flight_requests
+        self._routes: dict[str, TopicRoute] = {}
+        self._selector_base: dict[str, dict[str, object]] = {}
+        self._ready: deque[_Request] = deque()
+        self._delayed: list[tuple[float, int, _Request]] = []
+        self._inflight: dict[int, tuple[_Request, grpc.Future]] = {}
+        self._done: queue.SimpleQueue[int] = queue.SimpleQueue()
+        self._tokens = itertools.count()
+        self._fifo_owned: set[MessageQueueRef] = set()
+        self._fifo_waiting: dict[MessageQueueRef, deque[_Request]] = {}
+        self._waiting = 0
+
+    # ------------------------------------------------------------------ public
+    def send(self, rows: EncodedRows) -> None:
+        """Queues the rows' messages and sends until all of them are in flight or acknowledged."""
+        if not len(rows):
+            return
+        route = self._route(rows.topic)
+        for req in self._requests(rows, route):
+            self._enqueue(req)
+            self._pump(idle=False)
+
+    def flush(self) -> SendStats:
+        """Waits until every message sent so far is acknowledged OK; returns the stats."""
+        self._pump(idle=True)
+        for topic, route in self._routes.items():
+            now, base = route.selector.stats(), self._selector_base[topic]
+            self.stats.better_half_picks += _delta(now, base, "better_half_picks")
+            self.stats.round_robin_fallbacks += _delta(now, base, "round_robin_fallbacks")
+            self._selector_base[topic] = now
+        return self.stats
+
+    def close(self) -> None:
+        """Cancels what is still in flight (after a failure)."""
+        for _, fut in self._inflight.values():
+            fut.cancel()
+        self._inflight.clear()
+        self._ready.clear()
+        self._delayed.clear()
+
+    # ------------------------------------------------------------------ building requests
+    def _route(self, topic: str) -> TopicRoute:
+        route = self._routes.get(topic)
+        if route is None:
+            route = self._routes[topic] = topic_route(self.client, self.options, topic)
+            self._selector_base[topic] = route.selector.stats()
+        return route
+
+    def _chunks(self, sizes: np.ndarray) -> Iterator[tuple[int, int]]:
+        """[start, end) ranges of at most batchSize messages and batchBytes bytes (at least one message)."""
+        n = len(sizes)
+        cum = np.cumsum(sizes)
+        limit, count = self.options.batch_bytes, self.options.batch_size
+        start = 0
+        while start < n:
+            base = int(cum[start - 1]) if start else 0
+            end = int(np.searchsorted(cum, base + limit, side="right"))
+            end = min(max(end, start + 1), start + count, n)
+            yield start, end
+            start = end
+
+    def _requests(self, rows: EncodedRows, route: TopicRoute) -> Iterator[_Request]:
+        if rows.groups is None:
+            yield from self._ranges(rows, route, None, None)
+            return
+        plain = [i for i, g in enumerate(rows.groups) if g is None]
+        by_queue: dict[MessageQueueRef, list[int]] = {}
+        queue_of: dict[str, MessageQueueRef] = {}
+        for i, g in enumerate(rows.groups):
+            if g is not None:
+                q = queue_of.get(g)
+                if q is None:
+                    q = queue_of[g] = route.group_queue(g)
+                by_queue.setdefault(q, []).append(i)
+        if plain:
+            yield from self._ranges(rows, route, plain, None)
+        for q, idx in by_queue.items():
+            yield from self._ranges(rows, route, idx, q)
+
+    def _ranges(
+        self, rows: EncodedRows, route: TopicRoute, idx: list[int] | None, fixed: MessageQueueRef | None
+    ) -> Iterator[_Request]:
+        sizes = rows.sizes if idx is None else rows.sizes[idx]
+        for a, b in self._chunks(sizes):
+            part: slice | list[int] = slice(a, b) if idx is None else idx[a:b]
+            yield _Request(route, rows, part, int(sizes[a:b].sum()), fixed)
+
+    def _enqueue(self, req: _Request) -> None:
+        q = req.fixed
+        if q is not None:
+            if q in self._fifo_owned:
+                self._fifo_waiting.setdefault(q, deque()).append(req)
+                self._waiting += 1
+                return
+            self._fifo_owned.add(q)
+        self._ready.append(req)
+
+    def _release(self, q: MessageQueueRef) -> None:
+        """A FIFO queue's request is acknowledged: its next request may go."""
+        waiting = self._fifo_waiting.get(q)
+        if waiting:
+            self._ready.append(waiting.popleft())
+            self._waiting -= 1
+        else:
+            self._fifo_owned.discard(q)
+
+    # ------------------------------------------------------------------ the loop
+    def _pump(self, idle: bool) -> None:
+        """Dispatches and handles completions until nothing waits to be dispatched (`idle`: nothing is
+        outstanding at all)."""
+        while True:
+            now = self._clock()
+            while self._delayed and self._delayed[0][0] <= now:
+                self._ready.append(heapq.heappop(self._delayed)[2])
+            while self._ready and len(self._inflight) < self._max_in_flight:
+                self._dispatch(self._ready.popleft())
+            if not self._ready and not self._waiting and (not idle or not (self._inflight or self._delayed)):
+                return
+            timeout = max(self._delayed[0][0] - self._clock(), 0.0) if self._delayed else None
+            if not self._inflight and timeout is None:
+                return  # nothing outstanding (cannot happen while requests wait)
+            try:
+                token = self._done.get(timeout=timeout)
+            except queue.Empty:
+                continue
+            self._complete(token)
+
+    def _dispatch(self, req: _Request) -> None:
+        now = self._clock()
+        if req.attempts == 0:
+            req.deadline = now + self._timeout_s
+        remaining = req.deadline - now
+        if remaining <= 0:
+            raise self._exhausted(req)
+        route = req.route
+        q = req.fixed or route.selector.select(req.last_broker)
+        endpoint = route.endpoints[q.broker]
+        payload = req.payload(q.queue_id)
+        req.attempts += 1
+        self.stats.attempts += 1
+        if req.attempts > 1:
+            self.stats.retries += 1
+        req.queue, req.endpoint, req.started = q, endpoint, now
+        metadata = [*self.client.metadata(), (EXPLICIT_QUEUE_HEADER, "true")]
+        fut = self.client.send_message_raw(endpoint).future(payload, timeout=remaining, metadata=metadata)
+        token = next(self._tokens)
+        self._inflight[token] = (req, fut)
+        fut.add_done_callback(lambda _f, t=token: self._done.put(t))
+
+    def _complete(self, token: int) -> None:
+        entry = self._inflight.pop(token, None)
+        if entry is None:
+            return
+        req, fut = entry
+        latency_ms = (self._clock() - req.started) * 1000.0
+        try:
+            resp = fut.result()
+        except grpc.FutureCancelledError:
+            return
+        except grpc.RpcError as e:
+            code = e.code()  # type: ignore[attr-defined]
+            reason = f"gRPC {code.name}: {e.details()}"  # type: ignore[attr-defined]
+            if code in TRANSIENT_GRPC:
+                self._failed(req, reason, code.name, latency_ms, backoff=False)
+                return
+            raise self._rejected(req, reason) from None
+        code = resp.status.code
+        if code == d.OK:
+            self._acked(req, latency_ms)
+        elif code == d.MULTIPLE_RESULTS and len(resp.entries) == len(req):
+            self._partial(req, resp, latency_ms)
+        elif code in RETRYABLE_CODES:
+            reason = f"{code_name(code)} ({code}): {resp.status.message}"
+            self._failed(req, reason, code_name(code), latency_ms, backoff=code == d.TOO_MANY_REQUESTS)
+        else:
+            raise self._rejected(req, f"{code_name(code)} ({code}): {resp.status.message}")
+
+    def _record(self, req: _Request, latency_ms: float, failed: bool) -> None:
+        assert req.queue is not None
+        if req.route.selector.record(req.queue.broker, latency_ms, failed) > 0:
+            _add(self.stats.isolations, req.queue.broker)
+
+    def _count(self, req: _Request) -> None:
+        """Counts `req`'s messages as acknowledged on its queue."""
+        q = req.queue
+        assert q is not None
+        s, n = self.stats, len(req)
+        s.messages += n
+        _add(s.per_broker, q.broker, n)
+        _add(s.per_queue, f"{q.topic}/{q.broker}/{q.queue_id}", n)
+
+    def _acked(self, req: _Request, latency_ms: float) -> None:
+        self._record(req, latency_ms, failed=False)
+        self._count(req)
+        self.stats.requests += 1
+        self.stats.bytes += req.nbytes
+        if req.fixed is not None:
+            self._release(req.fixed)
+
+    def _failed(self, req: _Request, reason: str, short: str, latency_ms: float, backoff: bool) -> None:
+        q = req.queue
+        assert q is not None
+        self._record(req, latency_ms, failed=True)
+        _add(self.stats.failures, f"{q.broker}: {short}")
+        req.last_broker = q.broker
+        req.last_error = f"{q} on {req.endpoint}: {reason}"
+        now = self._clock()
+        if req.attempts >= self._max_attempts or now >= req.deadline:
+            raise self._exhausted(req)
+        log.debug(
+            "%s: attempt %d of %d messages failed (%s); retrying", self.label, req.attempts, len(req), reason
+        )
+        if backoff:
+            delay = min(BACKOFF_INITIAL_S * 2 ** (req.attempts - 1), BACKOFF_MAX_S, req.deadline - now)
+            heapq.heappush(self._delayed, (now + delay, next(self._tokens), req))
+        else:
+            self._ready.appendleft(req)
+
+    def _partial(self, req: _Request, resp: object, latency_ms: float) -> None:
+        """MULTIPLE_RESULTS: count the OK entries, retry the rest if retryable, else fail."""
+        entries = resp.entries  # type: ignore[attr-defined]
+        failed = [i for i, e in enumerate(entries) if e.status.code != d.OK]
+        for i in failed:
+            st = entries[i].status
+            if st.code not in RETRYABLE_CODES:
+                raise self._rejected(req.subset([i]), f"{code_name(st.code)} ({st.code}): {st.message}")
+        bad = set(failed)
+        if len(bad) < len(req):
+            self._count(req.subset([i for i in range(len(req)) if i not in bad]))
+        first = entries[failed[0]].status
+        reason = f"{code_name(first.code)} ({first.code}): {first.message}"
+        self._failed(req.subset(failed), reason, code_name(first.code), latency_ms, backoff=False)
+
+    # ------------------------------------------------------------------ errors
+    def _context(self, req: _Request) -> str:
+        n = len(req)
+        return (
+            f"SendMessage of {n} message{'s' if n != 1 else ''} ({describe_rows(req.row_numbers)} of {self.label}) "
+            f"to {req.queue} on {req.endpoint}"
+        )
+
+    def _acked_note(self) -> str:
+        return (
+            f"{self.stats.messages} messages of {self.label} were acknowledged before the failure "
+            "(at-least-once: a retried task sends them again)"
+        )
+
+    def _rejected(self, req: _Request, reason: str) -> SendFailedError:
+        def name_row(m: re.Match[str]) -> str:
+            i = int(m.group(1))
+            rows = req.row_numbers
+            return f"{m.group(0)} (row {int(rows[i])})" if i < len(rows) else m.group(0)
+
+        self.close()
+        return SendFailedError(
+            f"rocketmq sink: {self._context(req)} was rejected: {_MESSAGE_NO.sub(name_row, reason)}; "
+            f"{self._acked_note()}"
+        )
+
+    def _exhausted(self, req: _Request) -> SendFailedError:
+        self.close()
+        return SendFailedError(
+            f"rocketmq sink: {self._context(req)} failed after {req.attempts} attempt(s) "
+            f"(retryTimesWhenSendFailed={self.options.retry_times_when_send_failed}, "
+            f"sendMsgTimeoutMs={self.options.send_msg_timeout_ms}); last error: {req.last_error}; "
+            f"{self._acked_note()}"
+        )

@@ -1,0 +1,169 @@
+"""The rocketmq sink for `df.write` and `df.writeStream` (SPEC §5): Spark's Arrow writers around `Producer`.
+
+Options and the input schema are checked in `__init__`, on the driver, so a bad option or column fails
+before any task runs (`__init__` runs again in each commit worker: it does no I/O). `write()` runs on the
+executors: it creates its client and producer there (nothing with a channel is pickled), encodes each Arrow
+batch, sends it, and returns a `RocketMQCommitMessage` only once every message is acknowledged OK. The
+driver's `commit` logs the counts (with the batch id for streams); `abort` logs what the successful tasks
+had sent; a failed task's own error says how many messages it had sent before failing.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSourceArrowWriter, DataSourceStreamArrowWriter, WriterCommitMessage
+from pyspark.sql.types import StructType
+
+from .errors import SinkInputError
+from .options import WriterOptions, parse_writer_options
+from .producer import Producer, SendStats
+from .sink_rows import RowEncoder
+from .sink_schema import check_arrow_schema, check_spark_schema
+
+log = logging.getLogger(__name__)
+
+__all__ = ["RocketMQBatchWriter", "RocketMQCommitMessage", "RocketMQStreamWriter", "summarize"]
+
+
+@dataclass
+class RocketMQCommitMessage(WriterCommitMessage):
+    """What one task sent: acknowledged messages per broker and queue, requests, retries, isolations."""
+
+    partition_id: int
+    rows: int
+    elapsed_s: float
+    stats: SendStats = field(default_factory=SendStats)
+
+
+def summarize(messages: Sequence[WriterCommitMessage | None]) -> tuple[SendStats, int, int]:
+    """The summed stats of the tasks' messages, the number of tasks that reported and of those that failed."""
+    total = SendStats()
+    ok = failed = 0
+    for m in messages:
+        if isinstance(m, RocketMQCommitMessage):
+            total.merge(m.stats)
+            ok += 1
+        else:
+            failed += 1
+    return total, ok, failed
+
+
+def _describe(s: SendStats) -> str:
+    per_queue = ", ".join(f"{k}={v}" for k, v in sorted(s.per_queue.items()))
+    return (
+        f"{s.messages} messages ({s.bytes} bytes) in {s.requests} requests, {s.retries} retries, "
+        f"isolations {s.isolations or '{}'}, failed attempts {s.failures or '{}'}; "
+        f"per broker {dict(sorted(s.per_broker.items()))}; per queue {per_queue or '-'}"
+    )
+
+
+class _SinkWriter:
+    """Shared by the batch and stream writers: option/schema checks and the task's send loop."""
+
+    def __init__(
+        self, options: Mapping[str, Any], schema: StructType, overwrite: bool, streaming: bool
+    ) -> None:
+        self.options: WriterOptions = parse_writer_options(options)
+        self.layout: dict[str, str] = check_spark_schema(schema, self.options.topic)
+        self.overwrite = overwrite
+        if overwrite and not streaming:
+            raise SinkInputError(
+                "rocketmq sink: save mode 'overwrite' is not supported: a RocketMQ topic is append-only; "
+                "use .mode('append')"
+            )
+
+    def _label(self) -> tuple[int, str]:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        if ctx is None:
+            return 0, "the task"
+        pid = ctx.partitionId()
+        batch_id = ctx.getLocalProperty("streaming.sql.batchId")
+        return pid, f"partition {pid}" + (f" of micro-batch {batch_id}" if batch_id is not None else "")
+
+    def _write(self, iterator: Iterator[pa.RecordBatch]) -> RocketMQCommitMessage:
+        pid, label = self._label()
+        o = self.options
+        encoder = RowEncoder(self.layout, o.topic, o.namespace, o.max_message_size, label=label)
+        producer = Producer(o, label=label)
+        started = time.monotonic()
+        rows = 0
+        checked = False
+        try:
+            for batch in iterator:
+                if not checked:
+                    if check_arrow_schema(batch.schema, o.topic) != self.layout:
+                        raise SinkInputError(
+                            f"rocketmq sink: the task's input columns {batch.schema.names} differ from "
+                            f"the planned ones {sorted(self.layout.values())}"
+                        )
+                    checked = True
+                for encoded in encoder.encode(batch, rows):
+                    producer.send(encoded)
+                rows += batch.num_rows
+            stats = producer.flush()
+        except BaseException:
+            producer.close()
+            log.error("rocketmq sink: %s failed after %s", label, _describe(producer.stats))
+            raise
+        elapsed = time.monotonic() - started
+        log.info("rocketmq sink: %s sent %s in %.3f s", label, _describe(stats), elapsed)
+        return RocketMQCommitMessage(pid, rows, elapsed, stats)
+
+
+class RocketMQBatchWriter(_SinkWriter, DataSourceArrowWriter):
+    """`df.write.format("rocketmq")`: append-only (save mode 'append')."""
+
+    def __init__(self, options: Mapping[str, Any], schema: StructType, overwrite: bool) -> None:
+        super().__init__(options, schema, overwrite, streaming=False)
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        return self._write(iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        total, ok, _ = summarize(messages)
+        log.info("rocketmq sink: write committed, %d tasks: %s", ok, _describe(total))
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        total, ok, failed = summarize(messages)
+        log.warning(
+            "rocketmq sink: write aborted, %d of %d tasks failed; the %d tasks that succeeded had sent %s "
+            "(acknowledged messages stay in the topic: the sink is at-least-once)",
+            failed,
+            ok + failed,
+            ok,
+            _describe(total),
+        )
+
+
+class RocketMQStreamWriter(_SinkWriter, DataSourceStreamArrowWriter):
+    """`df.writeStream.format("rocketmq")`: every output mode appends (complete mode re-sends all rows)."""
+
+    def __init__(self, options: Mapping[str, Any], schema: StructType, overwrite: bool) -> None:
+        super().__init__(options, schema, overwrite, streaming=True)
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
+        return self._write(iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        total, ok, _ = summarize(messages)
+        log.info("rocketmq sink: micro-batch %d committed, %d tasks: %s", batchId, ok, _describe(total))
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        total, ok, failed = summarize(messages)
+        log.warning(
+            "rocketmq sink: micro-batch %d aborted, %d of %d tasks failed; the %d tasks that succeeded had "
+            "sent %s (acknowledged messages stay in the topic: the sink is at-least-once)",
+            batchId,
+            failed,
+            ok + failed,
+            ok,
+            _describe(total),
+        )
