@@ -409,9 +409,7 @@ def message_columns(
     else:
         codes = {t: java_string_hash(t) if t else 0 for t in set(tags)}
         tag_code = np.fromiter((codes[t] for t in tags), np.int32, n)
-    delivery = cols.delivery_timestamp
-    if delivery is not None:
-        delivery = [w if w is not None and w > now_ms else None for w in delivery]
+    delivery = cols.delivery_timestamp  # kept as sent, past or future (held_rows parks the future ones)
     sizes = cols.body_size if bodies is cols.body else list(map(len, bodies))
     typ = _WIRE_TYPES.__getitem__
     return MessageColumns(

@@ -498,7 +498,7 @@ class MessagingService(ConsumptionRpcs, service_pb2_grpc.MessagingServiceService
             slot = per_queue.get(qid)
             if slot is None:
                 slot = per_queue[qid] = (MessageColumns(), [])
-            add_message(slot[0], m, sp, body, delivery if delivery and delivery > now else None)
+            add_message(slot[0], m, sp, body, delivery)
             slot[1].append(i)
         message_ids = pa.array([m.system_properties.message_id for m in msgs], pa.string())
         return message_ids, [(qid, qcols, np.asarray(idxs)) for qid, (qcols, idxs) in per_queue.items()]

@@ -1,0 +1,38 @@
+"""Offset ranges → the Spark partitions of one batch (shared by the batch and the stream reader)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from .allocation import plan_partitions
+from .client import QueueInfo
+from .offsets import OffsetRange, QueueKey
+from .options import ReaderOptions
+from .read_task import QueueRange, RangePartition
+
+__all__ = ["build_partitions"]
+
+
+def build_partitions(
+    opts: ReaderOptions,
+    ranges: Sequence[OffsetRange],
+    queues: Mapping[QueueKey, QueueInfo],
+) -> list[RangePartition]:
+    """RangePartitions for `ranges` (every queue of the topology in queue order, empty ones included, so
+    the allocation to partition indexes is stable), planned by `allocation.plan_partitions`."""
+    planned = plan_partitions(
+        ranges, opts.num_partitions, opts.max_messages_per_partition, opts.allocate_strategy
+    )
+    return [
+        RangePartition(
+            config=opts.client_config,
+            group=opts.consumer_group,
+            filter=opts.filter,
+            ranges=tuple(QueueRange(queues[r.key], r.start, r.end) for r in group),
+            pull_batch_size=opts.pull_batch_size,
+            pull_timeout_ms=opts.pull_timeout_ms,
+            pull_protocol=opts.pull_protocol,
+            fail_on_data_loss=opts.fail_on_data_loss,
+        )
+        for group in planned
+    ]

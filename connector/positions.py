@@ -1,0 +1,210 @@
+"""Driver-side resolution of queues and offsets: the topology from routes, and starting / ending positions
+(`earliest`, `latest`, `group`, a timestamp, JSON) turned into one offset per queue with the broker's
+min/max offsets, applying `failOnDataLoss` to positions outside what the broker still holds.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+from rocketmq.grpc_protocol import definition_pb2 as d
+
+from .client import QueueInfo, RocketMQClient
+from .data_loss import report_data_loss
+from .errors import ConnectorError, OptionError, RocketMQError
+from .offsets import EARLIEST, LATEST, QueueKey, sort_queues
+from .options import OffsetSpec, ReaderOptions
+
+log = logging.getLogger(__name__)
+
+__all__ = ["discover_queues", "fetch_bounds", "fetch_max_offsets", "resolve_end", "resolve_start"]
+
+T = TypeVar("T")
+R = TypeVar("R")
+_PARALLEL_ABOVE = 4  # queue counts above this query the brokers from a small thread pool
+_MAX_THREADS = 16
+
+Bounds = dict[QueueKey, tuple[int, int]]
+
+
+def map_queues(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    """`fn` over per-queue items (concurrently when there are many; the client is thread-safe), in order."""
+    if len(items) <= _PARALLEL_ABOVE:
+        return [fn(q) for q in items]
+    with ThreadPoolExecutor(min(_MAX_THREADS, len(items)), thread_name_prefix="rocketmq-offsets") as pool:
+        return list(pool.map(fn, items))
+
+
+def discover_queues(
+    client: RocketMQClient, opts: ReaderOptions, *, missing_ok: bool = False
+) -> dict[QueueKey, QueueInfo]:
+    """The readable queues of every topic of option `topic`, in queue order (topic, broker, queue id).
+
+    A topic that does not exist is an error, or, with `missing_ok` (a running stream), has no queues.
+    """
+    found: dict[QueueKey, QueueInfo] = {}
+    for topic in opts.topics:
+        try:
+            route = client.route(topic, opts.pull_timeout_ms)
+        except RocketMQError as e:
+            if e.code == d.TOPIC_NOT_FOUND and missing_ok:
+                log.warning("topic %r no longer exists (%s)", topic, e)
+                continue
+            if e.code == d.TOPIC_NOT_FOUND:
+                raise ConnectorError(
+                    f"topic {topic!r} of option 'topic' does not exist on {opts.endpoints} ({e})"
+                ) from None
+            raise
+        found.update((q.key, q) for q in route if q.readable)
+    return {k: found[k] for k in sort_queues(found)}
+
+
+def fetch_bounds(client: RocketMQClient, queues: Sequence[QueueInfo], timeout_ms: int) -> Bounds:
+    """(min offset, max offset) of each queue."""
+    values = map_queues(
+        lambda q: (client.min_offset(q, timeout_ms), client.max_offset(q, timeout_ms)), queues
+    )
+    return {q.key: v for q, v in zip(queues, values, strict=True)}
+
+
+def fetch_max_offsets(
+    client: RocketMQClient, queues: Sequence[QueueInfo], timeout_ms: int
+) -> dict[QueueKey, int]:
+    """The max offset (next offset to be written) of each queue."""
+    values = map_queues(lambda q: client.max_offset(q, timeout_ms), queues)
+    return {q.key: v for q, v in zip(queues, values, strict=True)}
+
+
+def _unknown_queues(spec: OffsetSpec, queues: Mapping[QueueKey, QueueInfo], option: str) -> None:
+    unknown = [str(k) for k, _ in spec.offsets if k not in queues]
+    if unknown:
+        have = ", ".join(str(k) for k in queues) or "none"
+        raise OptionError(
+            f"option '{option}' names queues that do not exist: {', '.join(unknown)} "
+            f"(the topics' readable queues are: {have})"
+        )
+
+
+def _clamp_start(key: QueueKey, offset: int, bounds: tuple[int, int], source: str, fail: bool) -> int:
+    """A starting offset inside [min, max]; outside it is data loss (below min) or a reset (above max)."""
+    lo, hi = bounds
+    if offset < lo:
+        report_data_loss(
+            f"queue {key}: the starting offset {offset} ({source}) is below the queue's earliest available "
+            f"offset {lo}; messages {offset}..{lo - 1} are gone, reading from {lo}",
+            fail,
+        )
+        return lo
+    if offset > hi:
+        report_data_loss(
+            f"queue {key}: the starting offset {offset} ({source}) is beyond the queue's max offset {hi} "
+            f"(the queue was reset or recreated); reading from {hi}",
+            fail,
+        )
+        return hi
+    return offset
+
+
+def resolve_start(
+    client: RocketMQClient,
+    opts: ReaderOptions,
+    queues: Mapping[QueueKey, QueueInfo],
+    bounds: Bounds,
+) -> dict[QueueKey, int]:
+    """The first offset to read of each queue for `startingOffsets` / `startingTimestamp`.
+
+    JSON leaves unnamed queues at earliest; `group` falls back to earliest for queues without a
+    committed offset (SPEC §4.1). Positions below min / above max follow `failOnDataLoss`.
+    """
+    spec, fail = opts.starting, opts.fail_on_data_loss
+    infos = list(queues.values())
+    if spec.kind == OffsetSpec.EARLIEST:
+        return {k: bounds[k][0] for k in queues}
+    if spec.kind == OffsetSpec.LATEST:
+        return {k: bounds[k][1] for k in queues}
+    if spec.kind == OffsetSpec.TIMESTAMP:
+        ts = spec.timestamp_ms
+        assert ts is not None
+        found = map_queues(lambda q: client.offset_for_timestamp(q, ts, opts.pull_timeout_ms), infos)
+        return {
+            q.key: min(max(v, bounds[q.key][0]), bounds[q.key][1]) for q, v in zip(infos, found, strict=True)
+        }
+    if spec.kind == OffsetSpec.GROUP:
+        committed = map_queues(
+            lambda q: client.get_committed(opts.consumer_group, q, opts.pull_timeout_ms), infos
+        )
+        out = {}
+        for q, c in zip(infos, committed, strict=True):
+            if c is None:
+                out[q.key] = bounds[q.key][0]
+            else:
+                source = f"committed by consumer group {opts.consumer_group!r}"
+                out[q.key] = _clamp_start(q.key, c, bounds[q.key], source, fail)
+        missing = [str(q.key) for q, c in zip(infos, committed, strict=True) if c is None]
+        if missing:
+            log.info(
+                "consumer group %r has no committed offset for %s; starting them at earliest",
+                opts.consumer_group,
+                ", ".join(missing),
+            )
+        return out
+    _unknown_queues(spec, queues, "startingOffsets")
+    named = spec.offset_map()
+    out = {}
+    for k in queues:
+        lo, hi = bounds[k]
+        value = named.get(k, EARLIEST)
+        if value == EARLIEST:
+            out[k] = lo
+        elif value == LATEST:
+            out[k] = hi
+        else:
+            out[k] = _clamp_start(k, value, bounds[k], "from option 'startingOffsets'", fail)
+    return out
+
+
+def resolve_end(
+    client: RocketMQClient,
+    opts: ReaderOptions,
+    queues: Mapping[QueueKey, QueueInfo],
+    bounds: Bounds,
+) -> dict[QueueKey, int]:
+    """The exclusive end offset of each queue for a batch query (`endingOffsets` / `endingTimestamp`).
+
+    JSON leaves unnamed queues at latest; an end beyond the queue's max offset is cut to it.
+    """
+    spec = opts.ending
+    infos = list(queues.values())
+    if spec.kind == OffsetSpec.LATEST:
+        return {k: bounds[k][1] for k in queues}
+    if spec.kind == OffsetSpec.TIMESTAMP:
+        ts = spec.timestamp_ms
+        assert ts is not None
+        found = map_queues(lambda q: client.offset_for_timestamp(q, ts, opts.pull_timeout_ms), infos)
+        return {
+            q.key: min(max(v, bounds[q.key][0]), bounds[q.key][1]) for q, v in zip(infos, found, strict=True)
+        }
+    _unknown_queues(spec, queues, "endingOffsets")
+    named = spec.offset_map()
+    out = {}
+    for k in queues:
+        hi = bounds[k][1]
+        value = named.get(k, LATEST)
+        if value == LATEST:
+            out[k] = hi
+        elif value > hi:
+            log.warning(
+                "queue %s: ending offset %d of option 'endingOffsets' is beyond the queue's max offset %d; "
+                "reading up to %d",
+                k,
+                value,
+                hi,
+                hi,
+            )
+            out[k] = hi
+        else:
+            out[k] = value
+    return out
