@@ -40,6 +40,7 @@ from .errors import (
 )
 from .offsets import QueueKey, queue_sort_key
 from .protocol import pb, pb_grpc
+from .protocol.hashing import java_string_hash
 from .protocol.wire import WIRE_SCHEMA, decode_payload
 
 log = logging.getLogger(__name__)
@@ -122,15 +123,6 @@ class _Stubs(NamedTuple):
 
 class _Transient(Exception):
     """An attempt failed in a way worth retrying; carries a description of the cause."""
-
-
-def java_string_hash(s: str) -> int:
-    """Java's `String.hashCode` (UTF-16 code units, int32 wrap-around): RocketMQ's tag code."""
-    h = 0
-    data = s.encode("utf-16-be", "surrogatepass")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
 
 
 def _client_id() -> str:

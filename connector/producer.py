@@ -35,9 +35,10 @@ import grpc
 import numpy as np
 from rocketmq.grpc_protocol import definition_pb2 as d
 
-from .client import TRANSIENT_GRPC, RocketMQClient, get_client, java_string_hash
+from .client import TRANSIENT_GRPC, RocketMQClient, get_client
 from .errors import SendFailedError, code_name
 from .options import WriterOptions
+from .protocol.hashing import guava_consistent_hash, java_string_hash
 from .queue_selector import LatencyFaultTolerance, MessageQueueRef, QueueSelector, TopicPublishInfo
 from .send_encoding import encode_request, message_headers, queue_id_field
 from .sink_rows import QUEUE_FIELD_SIZE, EncodedRows
@@ -49,7 +50,6 @@ __all__ = [
     "Producer",
     "SendStats",
     "TopicRoute",
-    "guava_consistent_hash",
     "topic_route",
 ]
 
@@ -71,19 +71,6 @@ ROUTE_TIMEOUT_MS = 10_000
 BACKOFF_INITIAL_S = 0.01  # the proxy's producer backoff: 10 ms, ×2, at most 1 s
 BACKOFF_MAX_S = 1.0
 _MESSAGE_NO = re.compile(r"message #(\d+)")
-
-
-def guava_consistent_hash(input_value: int, buckets: int) -> int:
-    """Guava `Hashing.consistentHash(long, int)` (what the proxy applies to `messageGroup.hashCode()`)."""
-    state = input_value & 0xFFFFFFFFFFFFFFFF
-    candidate = 0
-    while True:
-        state = (2862933555777941757 * state + 1) & 0xFFFFFFFFFFFFFFFF
-        nxt = int((candidate + 1) / (((state >> 33) + 1) / 2147483648.0))
-        if 0 <= nxt < buckets:
-            candidate = nxt
-        else:
-            return candidate
 
 
 # ------------------------------------------------------------------------------------------ routes

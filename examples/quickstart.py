@@ -1,23 +1,34 @@
-"""Quickstart: start an embedded 2-broker emulator, send messages with the official RocketMQ Python
-client, read them back over bulk pull, commit a consumer group and show its lag.
+"""Quickstart: an embedded 2-broker RocketMQ emulator, messages written through the Spark sink, streamed
+back by the Spark source with a running aggregate, then the result table and the consumer group's lag.
 
     python examples/quickstart.py
-
-(The Spark source and sink land with the connector; this job then becomes the Spark quickstart.)
 """
 
 from __future__ import annotations
 
-import collections
 import logging
+import os
 
-from rocketmq import ClientConfiguration, Credentials, Message, Producer
+from pyspark.sql import SparkSession
 
 from broker_emulator import Emulator
-from broker_emulator.admin import AdminClient, consume
+from broker_emulator.admin import AdminClient
 
 TOPIC = "orders"
-COUNT = 200
+GROUP = "quickstart"
+COUNT = 10_000
+SPARK_DEFAULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "spark-defaults.conf")
+
+
+def spark_session() -> SparkSession:
+    builder = SparkSession.builder.appName("rocketmq-quickstart")
+    with open(SPARK_DEFAULTS, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if line and not line.startswith("#"):
+                key, _, value = line.partition(" ")
+                builder = builder.config(key, value.strip())
+    return builder.getOrCreate()
 
 
 def main() -> None:
@@ -25,36 +36,61 @@ def main() -> None:
     with Emulator(brokers=2, queues=4) as emu:
         emu.create_topic(TOPIC)
         print(f"emulator endpoints: {emu.endpoints}")
-
-        producer = Producer(ClientConfiguration(emu.endpoints.split(";")[0], Credentials()), (TOPIC,))
-        producer.startup()
+        spark = spark_session()
+        spark.sparkContext.setLogLevel("ERROR")
         try:
-            for i in range(COUNT):
-                msg = Message()
-                msg.topic = TOPIC
-                msg.body = f"order-{i}".encode()
-                msg.tag = "paid" if i % 2 else "created"
-                msg.keys = f"order-{i}"
-                msg.add_property("amount", str(i * 10))
-                producer.send(msg)
+            orders = spark.range(COUNT).selectExpr(
+                "concat('order-', id) AS body",
+                "CASE WHEN id % 3 = 0 THEN 'paid' WHEN id % 3 = 1 THEN 'shipped' ELSE 'created' END AS tags",
+                "concat('order-', id) AS keys",
+            )
+            (
+                orders.write.format("rocketmq")
+                .option("endpoints", emu.endpoints)
+                .option("topic", TOPIC)
+                .mode("append")
+                .save()
+            )
+            print(f"wrote {COUNT} messages through the sink")
+
+            stream = (
+                spark.readStream.format("rocketmq")
+                .option("endpoints", emu.endpoints)
+                .option("topic", TOPIC)
+                .option("startingOffsets", "earliest")
+                .option("consumerGroup", GROUP)
+                .option("maxMessagesPerTrigger", 4000)
+                .load()
+            )
+            counts = stream.groupBy("tags").count()
+            query = (
+                counts.writeStream.outputMode("complete")
+                .format("memory")
+                .queryName("order_counts")
+                .trigger(availableNow=True)
+                .start()
+            )
+            if not query.awaitTermination(180):
+                query.stop()
+                raise SystemExit("the streaming query did not finish within 180 s")
+            for p in query.recentProgress:
+                if p["numInputRows"]:
+                    print(f"micro-batch {p['batchId']}: {p['numInputRows']} messages")
+            print("\nmessages per tag (running aggregate):")
+            spark.sql("SELECT tags, `count` FROM order_counts ORDER BY tags").show()
         finally:
-            producer.shutdown()
-        print(f"sent {COUNT} messages with the official rocketmq-python-client")
+            spark.stop()
 
         admin = AdminClient(emu.endpoints)
         try:
-            half = consume(admin, TOPIC, COUNT // 2, group="quickstart", commit=True)
-            per_tag = collections.Counter(m["tag"] for m in half)
-            print(f"read {len(half)} messages back over bulk pull; by tag: {dict(sorted(per_tag.items()))}")
-            print("\nconsumer group 'quickstart' lag:")
-            print(f"{'broker':<10}{'queue':>6}{'committed':>11}{'max':>6}{'lag':>6}")
-            total = 0
-            for row in admin.call("lag", group="quickstart"):
-                total += row["lag"]
-                print(f"{row['broker']:<10}{row['queue']:>6}{row['committed']:>11}{row['max_offset']:>6}{row['lag']:>6}")
-            print(f"total lag: {total}")
+            rows = admin.call("lag", group=GROUP)
         finally:
             admin.close()
+        print(f"consumer group '{GROUP}' lag:")
+        print(f"{'broker':<10}{'queue':>6}{'committed':>11}{'max':>7}{'lag':>6}")
+        for r in rows:
+            print(f"{r['broker']:<10}{r['queue']:>6}{r['committed']:>11}{r['max_offset']:>7}{r['lag']:>6}")
+        print(f"total lag: {sum(r['lag'] for r in rows)}")
     print("emulator stopped")
 
 

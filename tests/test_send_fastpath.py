@@ -19,12 +19,12 @@ from rocketmq.grpc_protocol import service_pb2 as s
 from rocketmq.grpc_protocol import service_pb2_grpc
 
 from broker_emulator.cluster import Cluster, ClusterConfig
-from broker_emulator.hashing import java_string_hash
 from broker_emulator.long_polling import LongPollingService
 from broker_emulator.services.converters import send_columns, send_response_bytes, timestamp_ms
 from broker_emulator.services.messaging import MessagingService
 from broker_emulator.store.consume_queue import ConsumeQueue
 from broker_emulator.store.records import WIRE_SCHEMA, MessageColumns, repeated
+from connector.protocol.hashing import java_string_hash
 
 QUEUES = 5
 NOW_MS = 1_700_000_000_000

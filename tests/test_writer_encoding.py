@@ -25,12 +25,10 @@ from pyspark.sql.types import (
 from rocketmq.grpc_protocol import definition_pb2 as d
 from rocketmq.grpc_protocol import service_pb2 as s
 
-from broker_emulator.hashing import guava_consistent_hash as emulator_guava
-from broker_emulator.hashing import java_string_hash as emulator_java_hash
-from connector.client import java_string_hash
 from connector.errors import OptionError, SinkInputError
 from connector.options import parse_writer_options
-from connector.producer import Producer, SendStats, _Request, describe_rows, guava_consistent_hash
+from connector.producer import Producer, SendStats, _Request, describe_rows
+from connector.protocol.hashing import guava_consistent_hash, java_string_hash
 from connector.send_encoding import encode_request, queue_id_field, timestamp_bytes, varint, varint_size
 from connector.sink_rows import QUEUE_FIELD_SIZE, EncodedRows, RowEncoder
 from connector.sink_schema import check_arrow_schema, check_spark_schema
@@ -364,13 +362,22 @@ def test_describe_rows() -> None:
     assert describe_rows(np.array([3, 9, 4])) == "3 rows from 3 to 9"
 
 
-@pytest.mark.parametrize("group", ["", "order-1", "g" * 63, "订单", "\u00e9\U0001f600"])
-def test_fifo_hash_matches_the_proxy(group: str) -> None:
-    assert java_string_hash(group) == emulator_java_hash(group)
-    for buckets in (1, 2, 8, 13, 1024):
-        assert guava_consistent_hash(java_string_hash(group), buckets) == emulator_guava(
-            emulator_java_hash(group), buckets
-        )
+@pytest.mark.parametrize(
+    ("group", "java_hash", "queues"),
+    [
+        # reference §4.4 and §6.4 vectors (Java String.hashCode; Guava consistentHash over 4/8/16 buckets)
+        ("order-1", -1207111310, (3, 3, 3)),
+        ("order-2", None, (2, 2, 11)),
+        ("user42", None, (1, 1, 1)),
+        ("TagA", 2598919, None),
+        ("", 0, None),
+    ],
+)
+def test_fifo_hash_matches_the_proxy(group: str, java_hash: int | None, queues) -> None:
+    if java_hash is not None:
+        assert java_string_hash(group) == java_hash
+    if queues is not None:
+        assert tuple(guava_consistent_hash(java_string_hash(group), b) for b in (4, 8, 16)) == queues
 
 
 def test_stats_merge() -> None:

@@ -17,7 +17,8 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, ti
 from rocketmq.grpc_protocol import definition_pb2 as d
 from rocketmq.grpc_protocol import service_pb2 as s
 
-from ..hashing import java_string_hash
+from connector.protocol.hashing import java_string_hash
+
 from ..store.records import WIRE_SCHEMA, Column, MessageColumns, repeated
 
 # The official Python client writes milliseconds into Timestamp.seconds; such values are taken as ms.

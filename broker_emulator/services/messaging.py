@@ -16,9 +16,10 @@ from rocketmq.grpc_protocol import definition_pb2 as d
 from rocketmq.grpc_protocol import service_pb2 as s
 from rocketmq.grpc_protocol import service_pb2_grpc
 
+from connector.protocol.hashing import guava_consistent_hash, java_string_hash
+
 from ..cluster import Broker, Cluster, group_error, topic_error
 from ..filtering import FilterError, parse_filter
-from ..hashing import guava_consistent_hash, java_string_hash
 from ..long_polling import LongPollingService
 from ..store.message_store import TopicConfig
 from ..store.records import MessageColumns

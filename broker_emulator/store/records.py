@@ -9,25 +9,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-# Columns served to clients by bulk pull (the "wire schema"); topic/broker/queue are implied by the request.
-WIRE_SCHEMA = pa.schema(
-    [
-        ("queue_offset", pa.int64()),
-        ("message_id", pa.string()),
-        ("tag", pa.string()),
-        ("keys", pa.list_(pa.string())),
-        ("body", pa.binary()),
-        ("properties", pa.map_(pa.string(), pa.string())),
-        ("born_timestamp", pa.timestamp("ms")),
-        ("store_timestamp", pa.timestamp("ms")),
-        ("born_host", pa.string()),
-        ("reconsume_times", pa.int32()),
-        ("message_group", pa.string()),
-        ("delivery_timestamp", pa.timestamp("ms")),
-        ("message_type", pa.int8()),
-        ("tag_code", pa.int32()),
-    ]
-)
+from connector.protocol.wire import WIRE_SCHEMA, decode_payload
+
+# Stored segments use the bulk-pull wire schema, so a pull slices them and sends them as they are.
 WIRE_COLUMNS = WIRE_SCHEMA.names
 
 
@@ -185,6 +169,4 @@ def batch_to_ipc(batch: pa.RecordBatch | pa.Table) -> bytes:
     return buf.to_pybytes()
 
 
-def ipc_to_table(payload: bytes | memoryview) -> pa.Table:
-    """Reads an Arrow IPC stream written by `batch_to_ipc`."""
-    return pa.ipc.open_stream(pa.py_buffer(payload)).read_all()
+ipc_to_table = decode_payload  # the reading side is the protocol's: one definition

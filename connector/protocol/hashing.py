@@ -1,4 +1,5 @@
-"""Java-compatible hashes RocketMQ relies on: String.hashCode (tag codes) and Guava consistentHash (FIFO)."""
+"""Java-compatible hashes RocketMQ relies on: String.hashCode (tag codes) and Guava consistentHash (FIFO
+queue of a message group). Shared by the emulator (broker side) and the writer (client-side queue choice)."""
 
 from __future__ import annotations
 
