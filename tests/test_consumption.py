@@ -316,3 +316,68 @@ def test_transactions_commit_rollback_and_check_back(served, clients):
     got = receive_all(consumer, 1, 30)
     assert [m.message_id for m in got] == [orphan]
     assert orphan in rescuer.checked
+
+
+def test_kill9_keeps_pop_state_delayed_and_half_messages(tmp_path):
+    """kill -9 with messages in flight, acked, delayed and half-sent: after restart nothing acked comes
+    back, everything else is delivered, the delayed message at its time, the half message after check-back."""
+    data = str(tmp_path / "data")
+    args = (
+        "--brokers",
+        "1",
+        "--queues",
+        "1",
+        "--min-invisible-ms",
+        "1000",
+        "--transaction-check-ms",
+        "1500",
+        "--data-dir",
+        data,
+    )
+    emu = EmulatorProcess(*args)
+    topic, group = "restart_t", "restart_g"
+    try:
+        admin(emu.endpoints, "create-topic", topic, "--queues", "1")
+        c = Clients(emu.endpoints)
+        try:
+            producer = c.producer(topic, Checker(TransactionResolution.ROLLBACK))
+            ids = [producer.send(message(topic, i)).message_id for i in range(20)]
+            consumer = c.simple(group, topic)
+            popped = []
+            deadline = time.time() + 20
+            while len(popped) < 10 and time.time() < deadline:
+                popped += consumer.receive(10 - len(popped), 3)
+            acked = {m.message_id for m in popped[:5]}
+            for m in popped[:5]:
+                consumer.ack(m)
+            due = time.time() + 4
+            delayed = producer.send(message(topic, 100, delivery_timestamp=int(due * 1000))).message_id
+            tx = producer.begin_transaction()
+            half = producer.send(message(topic, 200), tx).message_id
+        finally:
+            emu.kill()  # no shutdown of the clients' server side: a crash
+            c.close()
+        emu = EmulatorProcess(*args)
+        c = Clients(emu.endpoints)
+        try:
+            rescuer = Checker(TransactionResolution.COMMIT)
+            c.producer(topic, rescuer)
+            consumer = c.simple(group, topic)
+            seen: dict[str, int] = {}
+            times: dict[str, float] = {}
+            expected = (set(ids) - acked) | {delayed, half}
+            deadline = time.time() + 40
+            while not expected <= set(seen) and time.time() < deadline:
+                for m in consumer.receive(32, 30):
+                    seen[m.message_id] = m.delivery_attempt
+                    times.setdefault(m.message_id, time.time())
+                    consumer.ack(m)
+            assert set(seen) == expected, f"missing {expected - set(seen)}, unexpected {set(seen) - expected}"
+            assert not acked & set(seen), "an acknowledged message was delivered again"
+            assert all(seen[m.message_id] == 2 for m in popped[5:])  # in flight at the crash: redelivered
+            assert times[delayed] >= due - 0.05
+            assert half in rescuer.checked
+        finally:
+            c.close()
+    finally:
+        emu.stop()
