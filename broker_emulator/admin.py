@@ -302,7 +302,9 @@ def _dispatch(client: AdminClient, a: argparse.Namespace) -> tuple[object, str]:
         return r, f"group {r['group']}: max_retries={r['max_retries']} fifo={r['fifo']}"
     if a.verb == "lag":
         r = client.call("lag", group=a.group, topic=a.topic)
-        return r, _table(r, ["group", "topic", "broker", "queue", "committed", "max_offset", "lag"])
+        return r, _table(
+            r, ["group", "topic", "broker", "queue", "mode", "committed", "max_offset", "lag", "inflight"]
+        )
     if a.verb == "produce":
         r = produce(client, a.topic, a.count, a.size, a.tag, a.batch, not a.no_progress)
         return r, f"sent {r['sent']} messages to {r['topic']} in {r['seconds']} s ({r['msgs_per_s']:,} msg/s)"

@@ -123,7 +123,9 @@ async def _serve(args: argparse.Namespace) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)  # before the endpoints are printed: a caller may signal at once
+        loop.add_signal_handler(
+            sig, stop.set
+        )  # before the endpoints are printed: a caller may signal at once
     for b in server.cluster.brokers:
         print(f"{b.name} listening on {b.endpoint}", flush=True)
     print(f"endpoints: {server.endpoints}", flush=True)

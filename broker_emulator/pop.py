@@ -139,6 +139,14 @@ class PopService:
             return lo
         return max(hi - 1, lo)
 
+    def progress(self) -> list[tuple[str, str, int, int]]:
+        """(group, topic or retry topic, queue, next pop offset) of every queue a group has popped."""
+        out = []
+        for key, off in self.offsets.data.items():
+            group, source, qid = key.split("\t")
+            out.append((group, source, int(qid), off))
+        return out
+
     def _set_offset(self, group: str, source: str, queue_id: int, offset: int) -> None:
         self.offsets.set(self._offset_key(group, source, queue_id), offset)
 

@@ -195,6 +195,10 @@ def test_redelivery_change_invisible_and_dlq(served, clients):
         return sum(r["max_offset"] for r in rows) == 1
 
     wait_for(in_dlq, 20, 0.2, "the message to reach the DLQ")
+    # Retry bookkeeping is visible: the group's POP progress on the topic and on its retry topic.
+    progress = admin(served.endpoints, "lag", "--group", group)
+    assert any(r["mode"] == "pop" and r["topic"] == topic and r["committed"] == 1 for r in progress)
+    assert any(r["mode"] == "pop" and r["topic"] == f"%RETRY%{group}_{topic}" for r in progress)
     assert c2.receive(32, 1) == []
 
 

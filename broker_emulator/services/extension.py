@@ -137,10 +137,19 @@ class ExtensionService(pb_grpc.EmulatorServiceServicer):
         return {"group": group, "max_retries": cfg.max_retries, "fifo": cfg.fifo}
 
     def _admin_lag(self, group: str | None = None, topic: str | None = None) -> list[dict]:
+        """Per group and queue: committed offsets (pull consumers, UpdateOffset) and POP progress (mode pop,
+        including the group's retry topics), with the messages still in flight for POP groups."""
         out = []
         for b in self.cluster.brokers:
-            for g, t, qid, off in sorted(b.store.consumer_offsets()):
-                if (group and g != group) or (topic and t != topic):
+            rows = [(g, t, q, off, "pull") for g, t, q, off in b.store.consumer_offsets()]
+            inflight: dict[tuple[str, str, int], int] = {}
+            if b.pop is not None:
+                rows += [(g, t, q, off, "pop") for g, t, q, off in b.pop.progress()]
+                for inf in b.pop.inflight.values():
+                    key = (inf.group, inf.source, inf.queue_id)
+                    inflight[key] = inflight.get(key, 0) + 1
+            for g, t, qid, off, mode in sorted(rows):
+                if (group and g != group) or (topic and t != topic and not t.endswith("_" + topic)):
                     continue
                 lo, hi = b.store.min_max(t, qid)
                 out.append(
@@ -149,10 +158,12 @@ class ExtensionService(pb_grpc.EmulatorServiceServicer):
                         "topic": t,
                         "broker": b.name,
                         "queue": qid,
+                        "mode": mode,
                         "committed": off,
                         "min_offset": lo,
                         "max_offset": hi,
                         "lag": max(hi - max(off, lo), 0),
+                        "inflight": inflight.get((g, t, qid), 0),
                     }
                 )
         return out
