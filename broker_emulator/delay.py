@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 
-from .held import HeldMessages, Parked
+from .held import HeldMessages
 from .store.message_store import MessageStore
 from .store.records import MessageColumns, column_values
 
@@ -19,15 +18,11 @@ TIMER_TOPIC = "rmq_sys_wheel_timer"
 class DelayService:
     def __init__(self, store: MessageStore, data_dir: str | None) -> None:
         self.held = HeldMessages(store, data_dir, TIMER_TOPIC, "timerPending")
-        self.loop: asyncio.AbstractEventLoop | None = None
-        self._timers: dict[str, asyncio.TimerHandle] = {}
         self.delivered = 0
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         """Schedules every pending delayed message (including those recovered from disk)."""
-        self.loop = loop
-        for p in list(self.held.pending.values()):
-            self._schedule(p)
+        self.held.start(loop, self._deliver)
 
     def schedule(self, topic: str, queue_id: int, cols: MessageColumns, due_ms: list[int]) -> tuple[int, int]:
         """Parks messages until their delivery times; returns (timer-queue base offset, durable end)."""
@@ -37,17 +32,10 @@ class DelayService:
         ]
         base, end = self.held.park(cols, topic, queue_id, keys, due_ms)
         for k in keys:
-            self._schedule(self.held.pending[k])
+            self.held.schedule(self.held.pending[k])
         return base, end
 
-    def _schedule(self, p: Parked) -> None:
-        if self.loop is None:
-            return
-        delay = max(p.due_ms / 1000.0 - time.time(), 0.0)
-        self._timers[p.key] = self.loop.call_later(delay, self._deliver, p.key)
-
     def _deliver(self, key: str) -> None:
-        self._timers.pop(key, None)
         p = self.held.take(key)
         if p is not None and self.held.release(p) is not None:
             self.delivered += 1
@@ -57,7 +45,4 @@ class DelayService:
         return len(self.held.pending)
 
     def close(self) -> None:
-        for t in self._timers.values():
-            t.cancel()
-        self._timers.clear()
         self.held.close()

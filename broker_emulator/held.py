@@ -7,7 +7,10 @@ parked offsets are still pending and where they go, so a restart resumes exactly
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 import pyarrow as pa
@@ -32,13 +35,41 @@ class Parked:
 
 
 class HeldMessages:
-    """A system topic (one queue) of parked messages plus the table of those still pending."""
+    """A system topic (one queue) of parked messages, the table of those still pending, and a timer per
+    pending message calling `on_due(key)` at its `due_ms`."""
 
     def __init__(self, store: MessageStore, data_dir: str | None, system_topic: str, table_name: str) -> None:
         self.store = store
         self.system_topic = system_topic
         self.table = JournaledTable(data_dir, table_name)
         self.pending: dict[str, Parked] = {k: Parked(**v) for k, v in self.table.data.items()}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._on_due: Callable[[str], None] | None = None
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+
+    def start(self, loop: asyncio.AbstractEventLoop, on_due: Callable[[str], None]) -> None:
+        """Arms a timer for every pending message, including those recovered from disk."""
+        self._loop, self._on_due = loop, on_due
+        for p in list(self.pending.values()):
+            self.schedule(p)
+
+    def schedule(self, p: Parked) -> None:
+        """(Re)arms the timer of a pending message for its `due_ms`."""
+        if self._loop is None or self._on_due is None:
+            return
+        self.cancel(p.key)
+        delay = max(p.due_ms / 1000.0 - time.time(), 0.0)
+        self._timers[p.key] = self._loop.call_later(delay, self._fire, p.key)
+
+    def cancel(self, key: str) -> None:
+        t = self._timers.pop(key, None)
+        if t is not None:
+            t.cancel()
+
+    def _fire(self, key: str) -> None:
+        self._timers.pop(key, None)
+        if self._on_due is not None:
+            self._on_due(key)
 
     def park(
         self,
@@ -79,6 +110,9 @@ class HeldMessages:
         return base
 
     def close(self) -> None:
+        for t in self._timers.values():
+            t.cancel()
+        self._timers.clear()
         self.table.close()
 
 

@@ -39,20 +39,16 @@ class TransactionService:
         self.held = HeldMessages(store, data_dir, HALF_TOPIC, "transactionPending")
         self.check_interval_ms = check_interval_ms
         self.max_checks = max_checks
-        self.loop: asyncio.AbstractEventLoop | None = None
         self.find_session: SessionFinder | None = None
         self.build_message: MessageBuilder | None = None
-        self._timers: dict[str, asyncio.TimerHandle] = {}
         self.committed = self.rolled_back = self.checks_sent = 0
 
     def start(
         self, loop: asyncio.AbstractEventLoop, find_session: SessionFinder, build: MessageBuilder
     ) -> None:
-        self.loop = loop
         self.find_session = find_session
         self.build_message = build
-        for p in list(self.held.pending.values()):
-            self._schedule(p)
+        self.held.start(loop, self._check)
 
     def prepare(
         self, topic: str, queue_id: int, cols: MessageColumns, producer: str
@@ -64,7 +60,7 @@ class TransactionService:
         due = int(time.time() * 1000) + self.check_interval_ms
         base, end = self.held.park(cols, topic, queue_id, ids, [due] * len(ids), producer)
         for tx in ids:
-            self._schedule(self.held.pending[tx])
+            self.held.schedule(self.held.pending[tx])
         return ids, base, end
 
     def end(self, transaction_id: str, commit: bool) -> Parked | None:
@@ -72,9 +68,7 @@ class TransactionService:
         p = self.held.take(transaction_id)
         if p is None:
             return None
-        t = self._timers.pop(transaction_id, None)
-        if t is not None:
-            t.cancel()
+        self.held.cancel(transaction_id)
         if commit:
             self.held.release(p)
             self.committed += 1
@@ -82,14 +76,7 @@ class TransactionService:
             self.rolled_back += 1
         return p
 
-    def _schedule(self, p: Parked) -> None:
-        if self.loop is None:
-            return
-        delay = max(p.due_ms / 1000.0 - time.time(), 0.0)
-        self._timers[p.key] = self.loop.call_later(delay, self._check, p.key)
-
     def _check(self, key: str) -> None:
-        self._timers.pop(key, None)
         p = self.held.pending.get(key)
         if p is None:
             return
@@ -108,14 +95,11 @@ class TransactionService:
             cmd.recover_orphaned_transaction_command.transaction_id = key
             session.put_nowait(cmd)
             self.checks_sent += 1
-        self._schedule(p)
+        self.held.schedule(p)
 
     @property
     def pending(self) -> int:
         return len(self.held.pending)
 
     def close(self) -> None:
-        for t in self._timers.values():
-            t.cancel()
-        self._timers.clear()
         self.held.close()

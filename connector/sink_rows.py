@@ -22,6 +22,13 @@ import pyarrow.compute as pc
 
 from .errors import SinkInputError
 from .options import NAME_PATTERN, TOPIC_MAX_LENGTH
+from .protocol.limits import (
+    MAX_DELAY_MS,
+    MAX_MESSAGE_GROUP_BYTES,
+    MAX_PROPERTIES_BYTES,
+    MAX_USER_PROPERTIES,
+    RESERVED_PROPERTY_KEYS,
+)
 from .send_encoding import message_headers, resource_bytes, timestamp_bytes, varint
 from .sink_schema import BODY, DELIVERY_TIMESTAMP, KEYS, MESSAGE_GROUP, PROPERTIES, TAGS, TOPIC
 
@@ -29,22 +36,8 @@ __all__ = ["QUEUE_FIELD_SIZE", "EncodedRows", "RowEncoder"]
 
 #: Size of the queue_id field every head is computed for (key + 1-byte varint: queue ids 0..127).
 QUEUE_FIELD_SIZE = 2
-MAX_USER_PROPERTIES = 128
-MAX_PROPERTIES_CHARS = 16 * 1024
-MAX_MESSAGE_GROUP_BYTES = 64
-MAX_DELAY_MS = 24 * 3600 * 1000  # the proxy's maxDelayTimeMills: 1 day
 _CONTROL = r"[\x00-\x1f\x7f-\x9f]"
 _CONTROL_RE = re.compile(_CONTROL)
-# MessageConst.STRING_HASH_SET: system property names a user property may not use.
-RESERVED_PROPERTY_KEYS = frozenset(
-    """KEYS TAGS WAIT DELAY RETRY_TOPIC REAL_TOPIC REAL_QID TRAN_MSG PGROUP MIN_OFFSET MAX_OFFSET BUYER_ID
-    ORIGIN_MESSAGE_ID TRANSFER_FLAG CORRECTION_FLAG MQ2_FLAG RECONSUME_TIME MSG_REGION TRACE_ON UNIQ_KEY
-    MAX_RECONSUME_TIMES CONSUME_START_TIME POP_CK POP_CK_OFFSET 1ST_POP_TIME TRAN_PREPARED_QUEUE_OFFSET
-    DUP_INFO EXTEND_UNIQ_INFO INSTANCE_ID CORRELATION_ID REPLY_TO_CLIENT TTL ARRIVE_TIME PUSH_REPLY_TIME
-    CLUSTER MSG_TYPE INNER_MULTI_QUEUE_OFFSET TRACE_CONTEXT TIMER_DELAY_SEC TIMER_DELIVER_MS TIMER_ENQUEUE_MS
-    TIMER_DEQUEUE_MS TIMER_ROLL_TIMES TIMER_OUT_MS TIMER_DEL_UNIQKEY TIMER_DELAY_LEVEL TIMER_DELAY_MS
-    __SHARDINGKEY __BORNHOST BORN_TIMESTAMP DLQ_ORIGIN_TOPIC DLQ_ORIGIN_MESSAGE_ID""".split()
-)
 _RESERVED = pa.array(sorted(RESERVED_PROPERTY_KEYS), pa.string())
 
 # v2 enum numbers (definition.proto): Encoding.IDENTITY, MessageType.NORMAL / FIFO / DELAY.
@@ -379,13 +372,13 @@ class RowEncoder:
             total = total + pc.fill_null(pc.utf8_length(tags), 0).to_numpy(zero_copy_only=False)
         if key_chars is not None:
             total = total + key_chars
-        over = (prop_chars > 0) & (total > MAX_PROPERTIES_CHARS)
+        over = (prop_chars > 0) & (total > MAX_PROPERTIES_BYTES)
         if over.any():
             i = int(np.argmax(over))
             raise self._fail(
                 int(rows[i]),
                 f"properties, tag and keys of {int(total[i])} characters exceed the limit of "
-                f"{MAX_PROPERTIES_CHARS}",
+                f"{MAX_PROPERTIES_BYTES}",
             )
 
     def _groups(
