@@ -25,25 +25,13 @@ from datetime import UTC, datetime
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from spark_defaults import spark_session
 
 from broker_emulator import Emulator
 
-SPARK_DEFAULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "spark-defaults.conf")
 FIRST_BURST = 600
 SECOND_BURST = 400
 GAP_S = 2.0
-
-
-def spark_session() -> SparkSession:
-    """A SparkSession configured from the project's spark-defaults.conf."""
-    builder = SparkSession.builder.appName("rocketmq-backfill")
-    with open(SPARK_DEFAULTS, encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if line and not line.startswith("#"):
-                key, _, value = line.partition(" ")
-                builder = builder.config(key, value.strip())
-    return builder.getOrCreate()
 
 
 def to_epoch_ms(value: str) -> int:
@@ -116,7 +104,7 @@ def main(argv: list[str] | None = None) -> None:
     output = args.output or os.path.join(tempfile.mkdtemp(prefix="rocketmq-backfill-"), "window")
 
     with ExitStack() as stack:
-        spark = spark_session()
+        spark = spark_session("rocketmq-backfill")
         stack.callback(spark.stop)
         spark.sparkContext.setLogLevel("ERROR")
         endpoints = args.endpoints

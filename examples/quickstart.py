@@ -7,9 +7,8 @@ back by the Spark source with a running aggregate, then the result table and the
 from __future__ import annotations
 
 import logging
-import os
 
-from pyspark.sql import SparkSession
+from spark_defaults import spark_session
 
 from broker_emulator import Emulator
 from broker_emulator.admin import AdminClient
@@ -17,18 +16,6 @@ from broker_emulator.admin import AdminClient
 TOPIC = "orders"
 GROUP = "quickstart"
 COUNT = 10_000
-SPARK_DEFAULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "spark-defaults.conf")
-
-
-def spark_session() -> SparkSession:
-    builder = SparkSession.builder.appName("rocketmq-quickstart")
-    with open(SPARK_DEFAULTS, encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if line and not line.startswith("#"):
-                key, _, value = line.partition(" ")
-                builder = builder.config(key, value.strip())
-    return builder.getOrCreate()
 
 
 def main() -> None:
@@ -36,7 +23,7 @@ def main() -> None:
     with Emulator(brokers=2, queues=4) as emu:
         emu.create_topic(TOPIC)
         print(f"emulator endpoints: {emu.endpoints}")
-        spark = spark_session()
+        spark = spark_session("rocketmq-quickstart")
         spark.sparkContext.setLogLevel("ERROR")
         try:
             orders = spark.range(COUNT).selectExpr(

@@ -26,27 +26,15 @@ from contextlib import ExitStack
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
+from spark_defaults import spark_session
 
 from broker_emulator import Emulator
 
-SPARK_DEFAULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "spark-defaults.conf")
 GROUP = "streaming-etl"
 USD_TO_EUR = 0.92
 
 # The JSON body of one order message.
 ORDER_SCHEMA = "order_id STRING, customer STRING, amount DOUBLE, currency STRING, created_at TIMESTAMP"
-
-
-def spark_session() -> SparkSession:
-    """A SparkSession configured from the project's spark-defaults.conf."""
-    builder = SparkSession.builder.appName("rocketmq-streaming-etl")
-    with open(SPARK_DEFAULTS, encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if line and not line.startswith("#"):
-                key, _, value = line.partition(" ")
-                builder = builder.config(key, value.strip())
-    return builder.getOrCreate()
 
 
 def send_demo_orders(spark: SparkSession, endpoints: str, topic: str, count: int) -> None:
@@ -167,7 +155,7 @@ def main(argv: list[str] | None = None) -> None:
             emu.create_topic(args.topic)
             endpoints = emu.endpoints
             print(f"embedded emulator endpoints: {endpoints}")
-        spark = spark_session()
+        spark = spark_session("rocketmq-streaming-etl")
         stack.callback(spark.stop)
         spark.sparkContext.setLogLevel("ERROR")
         if demo:

@@ -20,8 +20,8 @@ def test_quickstart_runs_and_reports_counts_and_lag():
     )
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     out = r.stdout
-    assert "wrote 10000 messages through the sink" in out
+    assert "wrote 10000 messages through the sink" in out, out
     counts = dict(re.findall(r"\|\s*(created|paid|shipped)\|\s*(\d+)\|", out))
     assert counts == {"created": "3333", "paid": "3334", "shipped": "3333"}, out
-    assert "total lag: 0" in out
-    assert "emulator stopped" in out
+    assert "total lag: 0" in out, out + r.stderr[-3000:]
+    assert "emulator stopped" in out, out
