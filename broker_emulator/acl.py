@@ -269,7 +269,7 @@ class AclGuard:
     def __init__(self, source: str | os.PathLike | Mapping[str, Any] | None) -> None:
         self.path: str | None = None
         self._acl: Acl | None = None
-        self._mtime: float | None = None
+        self._stamp: tuple[int, int] | None = None  # (mtime_ns, size) of the loaded file
         self._checked = 0.0
         self._lock = threading.Lock()
         if source is None:
@@ -278,7 +278,7 @@ class AclGuard:
             self._acl = parse_acl(dict(source), "ACL")
         else:
             self.path = os.fspath(source)
-            self._mtime = self._stat()
+            self._stamp = self._stat()
             self._acl = load_acl(self.path)
         log.info("access control on: %r", self._acl)
 
@@ -286,12 +286,13 @@ class AclGuard:
     def enabled(self) -> bool:
         return self._acl is not None
 
-    def _stat(self) -> float | None:
+    def _stat(self) -> tuple[int, int] | None:
         assert self.path is not None
         try:
-            return os.stat(self.path).st_mtime
+            st = os.stat(self.path)
         except OSError:
             return None
+        return st.st_mtime_ns, st.st_size
 
     def current(self) -> Acl | None:
         """The ACL to check against; reloads the file when its mtime changed (looked at once a second)."""
@@ -299,9 +300,9 @@ class AclGuard:
             now = time.monotonic()
             if now - self._checked >= RELOAD_CHECK_INTERVAL_S:
                 self._checked = now
-                mtime = self._stat()
-                if mtime is not None and mtime != self._mtime:
-                    self._mtime = mtime
+                stamp = self._stat()
+                if stamp is not None and stamp != self._stamp:
+                    self._stamp = stamp
                     try:
                         self.reload()
                     except AclError as e:
@@ -312,9 +313,11 @@ class AclGuard:
         """Re-reads the ACL file now; AclError (previous ACL kept) when it is invalid."""
         if self.path is None:
             raise AclError("no ACL file to reload (the emulator was not started with --acl FILE)")
+        stamp = self._stat()
         acl = load_acl(self.path)
         with self._lock:
             self._acl = acl
+            self._stamp = stamp
         log.info("ACL reloaded: %r", acl)
         return {"source": self.path, "accounts": len(acl.accounts)}
 
