@@ -500,6 +500,11 @@ def test_spark_read_write_with_credentials_and_refusals(spark, tls_secured: Emul
     with pytest.raises(Exception) as e:  # no credentials: refused on the driver (route)
         spark.read.format("rocketmq").options(**spark_options(tls_secured, cert_file, ak=None)).load().count()
     assert endpoint_hint in str(e.value) and "rejected the credentials (UNAUTHORIZED)" in str(e.value)
+    with pytest.raises(Exception) as e:  # no credentials: refused on the executors (writer's route)
+        df.write.format("rocketmq").options(**spark_options(tls_secured, cert_file, ak=None)).mode(
+            "append"
+        ).save()
+    assert endpoint_hint in str(e.value) and "the request carries no authorization header" in str(e.value)
     wrong = spark_options(tls_secured, cert_file) | {"secretKey": WRONG_SECRET}
     with pytest.raises(Exception) as e:  # wrong secret: refused on the executors (writer's route)
         df.write.format("rocketmq").options(**wrong).mode("append").save()
