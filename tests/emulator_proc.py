@@ -11,21 +11,16 @@ import threading
 import time
 
 
+def serve_command(*args: str) -> list[str]:
+    """`python -m broker_emulator serve --port 0 ...args`: the command line of a test emulator."""
+    return [sys.executable, "-m", "broker_emulator", "serve", "--port", "0", *args]
+
+
 class EmulatorProcess:
     """A `serve` subprocess; `endpoints` is parsed from its output. Always stopped by `stop()`/`kill()`."""
 
     def __init__(self, *args: str, timeout: float = 30.0) -> None:
-        self.cmd = [
-            sys.executable,
-            "-m",
-            "broker_emulator",
-            "serve",
-            "--port",
-            "0",
-            "--log-level",
-            "WARNING",
-            *args,
-        ]
+        self.cmd = serve_command("--log-level", "WARNING", *args)
         self.proc = subprocess.Popen(
             self.cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ}
         )

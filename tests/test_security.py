@@ -20,7 +20,7 @@ from pathlib import Path
 import grpc
 import pyarrow as pa
 import pytest
-from emulator_proc import EmulatorProcess, run_admin, wait_for
+from emulator_proc import EmulatorProcess, run_admin, serve_command, wait_for
 from rocketmq import (
     ClientConfiguration,
     Credentials,
@@ -342,16 +342,7 @@ def test_cli_acl_admin_credentials_and_reload(tmp_path: Path) -> None:
     acl_file = tmp_path / "acl.json"
     acl_file.write_text(json.dumps(ACL))
     started = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "broker_emulator",
-            "serve",
-            "--port",
-            "0",
-            "--acl",
-            str(tmp_path / "none.json"),
-        ],
+        serve_command("--acl", str(tmp_path / "none.json")),
         capture_output=True,
         text=True,
         timeout=60,
