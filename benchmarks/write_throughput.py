@@ -16,6 +16,7 @@ import json
 import signal
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -40,13 +41,14 @@ def raw_send(
     batch_rows: int = 10_000,
     topic: str = TOPIC,
     warmup_topic: str | None = None,
+    options: Mapping[str, str] | None = None,
 ) -> tuple[float, float]:
     """Messages/s acknowledged through RowEncoder + Producer (Arrow batches of `batch_rows` rows), and
     messages per second of this process's CPU time (the producer's own cost, whatever the emulator's).
 
     Exactly `messages` messages reach `topic`; one untimed warm-up batch (route, channel, first calls)
-    goes to `warmup_topic` when given, else to `topic` as well."""
-    opts = parse_writer_options({"endpoints": endpoints, "topic": topic})
+    goes to `warmup_topic` when given, else to `topic` as well. `options`: more writer options."""
+    opts = parse_writer_options({"endpoints": endpoints, "topic": topic, **(options or {})})
     encoder = RowEncoder({"body": "body"}, topic, "", opts.max_message_size)
     producer = Producer(opts)
     warm_opts = parse_writer_options({"endpoints": endpoints, "topic": warmup_topic or topic})
