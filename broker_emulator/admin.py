@@ -17,6 +17,7 @@ from rocketmq.grpc_protocol import service_pb2_grpc as sg
 
 from connector.protocol import pb, pb_grpc
 
+from .acl import signed_headers
 from .services.messaging import EXPLICIT_QUEUE_HEADER
 from .store.records import ipc_to_table
 
@@ -28,20 +29,40 @@ class AdminError(Exception):
 class AdminClient:
     """Talks to one endpoint of the cluster (any endpoint answers for the whole cluster)."""
 
-    def __init__(self, endpoints: str, timeout: float = 10.0) -> None:
+    def __init__(
+        self,
+        endpoints: str,
+        timeout: float = 10.0,
+        access_key: str | None = None,
+        secret_key: str | None = None,
+        tls_ca_file: str | None = None,
+    ) -> None:
         self.endpoints = [e.strip() for e in endpoints.split(";") if e.strip()]
         if not self.endpoints:
             raise AdminError("--endpoints is empty; expected host:port[;host:port]")
+        if bool(access_key) != bool(secret_key):
+            raise AdminError("--access-key and --secret-key go together")
         self.timeout = timeout
+        self._credentials = (access_key, secret_key) if access_key and secret_key else None
+        self._tls: grpc.ChannelCredentials | None = None
+        if tls_ca_file:
+            try:
+                with open(tls_ca_file, "rb") as f:
+                    self._tls = grpc.ssl_channel_credentials(root_certificates=f.read())
+            except OSError as e:
+                raise AdminError(f"--tls-ca-file {tls_ca_file}: cannot be read ({e.strerror})") from None
         self._channels: dict[str, grpc.Channel] = {}
         self.client_id = f"admin@{os.getpid()}@{uuid.uuid4().hex[:8]}"
 
     def channel(self, endpoint: str) -> grpc.Channel:
         ch = self._channels.get(endpoint)
         if ch is None:
-            ch = self._channels[endpoint] = grpc.insecure_channel(
-                endpoint, options=[("grpc.max_receive_message_length", 128 * 1024 * 1024)]
-            )
+            options = [("grpc.max_receive_message_length", 128 * 1024 * 1024)]
+            if self._tls is not None:
+                ch = grpc.secure_channel(endpoint, self._tls, options=options)
+            else:
+                ch = grpc.insecure_channel(endpoint, options=options)
+            self._channels[endpoint] = ch
         return ch
 
     def close(self) -> None:
@@ -50,14 +71,20 @@ class AdminClient:
 
     @property
     def md(self) -> list[tuple[str, str]]:
-        return [("x-mq-client-id", self.client_id), ("x-mq-language", "PYTHON")]
+        """The headers of one call: client id and, with credentials, a fresh signature."""
+        md = [("x-mq-client-id", self.client_id), ("x-mq-language", "PYTHON")]
+        if self._credentials is not None:
+            md += signed_headers(*self._credentials)
+        return md
 
     def call(self, verb: str, **args) -> object:
         last: Exception | None = None
         for ep in self.endpoints:
             try:
                 resp = pb_grpc.EmulatorServiceStub(self.channel(ep)).Admin(
-                    pb.AdminRequest(verb=verb, args_json=json.dumps(args)), timeout=self.timeout
+                    pb.AdminRequest(verb=verb, args_json=json.dumps(args)),
+                    timeout=self.timeout,
+                    metadata=self.md,
                 )
             except grpc.RpcError as e:
                 last = e
@@ -186,10 +213,13 @@ def consume(client: AdminClient, topic: str, count: int, group: str | None, comm
                     max_messages=count - len(out),
                 ),
                 timeout=client.timeout,
+                metadata=client.md,
             )
             if r.code == d.ILLEGAL_OFFSET:
                 offset = r.next_offset
                 continue
+            if r.code in (d.UNAUTHORIZED, d.FORBIDDEN):
+                raise AdminError(f"BulkPull of {topic}: {d.Code.Name(r.code)}: {r.message}")
             if r.code != d.OK:
                 if r.next_offset > offset and r.next_offset < r.max_offset:
                     offset = r.next_offset
@@ -222,6 +252,17 @@ def build_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--endpoints", required=True, help="host:port[;host:port] of any broker")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.add_argument("--timeout", type=float, default=10.0)
+    p.add_argument(
+        "--access-key",
+        default=os.environ.get("ROCKETMQ_ACCESS_KEY"),
+        help="sign requests for an emulator started with --acl (default: $ROCKETMQ_ACCESS_KEY)",
+    )
+    p.add_argument(
+        "--secret-key",
+        default=os.environ.get("ROCKETMQ_SECRET_KEY"),
+        help="secret key of --access-key (default: $ROCKETMQ_SECRET_KEY, which keeps it out of `ps`)",
+    )
+    p.add_argument("--tls-ca-file", help="connect with TLS, trusting this CA certificate (PEM)")
     verbs = p.add_subparsers(dest="verb", required=True)
     v = verbs.add_parser("create-topic", help="create or grow a topic on every broker")
     v.add_argument("name")
@@ -260,12 +301,13 @@ def build_parser(sub: argparse._SubParsersAction) -> None:
     v.add_argument("--read-only", action=argparse.BooleanOptionalAction, default=None)
     v.add_argument("--clear", action="store_true")
     verbs.add_parser("stats", help="per-broker store and server statistics")
+    verbs.add_parser("reload-acl", help="re-read the --acl file now (an invalid file keeps the current ACL)")
 
 
 def run(args: argparse.Namespace) -> int:
     client = None
     try:
-        client = AdminClient(args.endpoints, args.timeout)
+        client = AdminClient(args.endpoints, args.timeout, args.access_key, args.secret_key, args.tls_ca_file)
         result, text = _dispatch(client, args)
     except AdminError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -366,6 +408,9 @@ def _dispatch(client: AdminClient, a: argparse.Namespace) -> tuple[object, str]:
             ],
         )
         return r, text + f"\nclients: {r['clients']}  held requests: {r['held_requests']}"
+    if a.verb == "reload-acl":
+        r = client.call("reload-acl")
+        return r, f"ACL reloaded from {r['source']}: {r['accounts']} accounts"
     raise AdminError(f"unknown verb {a.verb}")
 
 

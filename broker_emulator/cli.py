@@ -10,6 +10,7 @@ import signal
 import sys
 
 from . import admin
+from .acl import AclError
 from .cluster import ClusterConfig
 from .server import EmulatorServer
 
@@ -69,6 +70,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=6000,
         help="how long a half message waits before the producer is asked to resolve it",
     )
+    p.add_argument(
+        "--acl",
+        metavar="FILE",
+        help="JSON ACL (accounts, topic and group permissions): every RPC must then be signed; "
+        "the file is re-read when it changes (or on `admin reload-acl`)",
+    )
     p.add_argument("--tls-cert", help="PEM certificate: serve TLS")
     p.add_argument("--tls-key", help="PEM private key for --tls-cert")
     p.add_argument("--log-level", default="INFO")
@@ -115,8 +122,13 @@ async def _serve(args: argparse.Namespace) -> int:
         min_invisible_ms=args.min_invisible_ms,
         max_retries=args.max_retries,
         transaction_check_ms=args.transaction_check_ms,
+        acl=args.acl,
     )
-    server = EmulatorServer(config, args.port, cert, key)
+    try:
+        server = EmulatorServer(config, args.port, cert, key)
+    except AclError as e:
+        print(f"error: --acl: {e}", file=sys.stderr)
+        return 2
     await server.start()
     for name, queues in args.topic:
         server.cluster.create_topic(name, queues)

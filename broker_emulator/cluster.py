@@ -8,6 +8,7 @@ import re
 import threading
 from dataclasses import dataclass, field
 
+from .acl import AclGuard
 from .clients import ClientRegistry
 from .delay import DelayService
 from .faults import FaultState
@@ -121,6 +122,7 @@ class ClusterConfig:
     min_invisible_ms: int = 10_000  # the proxy's lower bound for ReceiveMessage invisible_duration
     max_retries: int = 16  # a new group's retryMaxTimes (17 deliveries)
     transaction_check_ms: int = DEFAULT_CHECK_INTERVAL_MS
+    acl: str | dict | None = field(default=None, repr=False)  # ACL file path or its JSON value (SPEC §3.9)
 
 
 @dataclass
@@ -141,6 +143,7 @@ class Cluster:
     def __init__(self, config: ClusterConfig) -> None:
         self.config = config
         self.clients = ClientRegistry()
+        self.acl = AclGuard(config.acl)
         self.groups_table = JournaledTable(config.data_dir, "subscriptionGroup")
         self.brokers: list[Broker] = []
         self.lock = threading.RLock()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -49,7 +50,10 @@ class BrokerHandle:
 
 
 class Emulator:
-    """An embedded RocketMQ cluster: `with Emulator(brokers=2, queues=8) as emu: emu.endpoints`."""
+    """An embedded RocketMQ cluster: `with Emulator(brokers=2, queues=8) as emu: emu.endpoints`.
+
+    `acl`: an ACL file path (re-read when it changes) or its JSON value as a dict (SPEC §3.9);
+    `tls_cert`/`tls_key`: PEM bytes to serve TLS."""
 
     def __init__(
         self,
@@ -62,6 +66,7 @@ class Emulator:
         auto_create_topics: bool = False,
         tls_cert: bytes | None = None,
         tls_key: bytes | None = None,
+        acl: str | os.PathLike | dict | None = None,
         **options: Any,
     ) -> None:
         if brokers < 1:
@@ -72,6 +77,7 @@ class Emulator:
             data_dir=data_dir,
             host=host,
             auto_create_topics=auto_create_topics,
+            acl=os.fspath(acl) if isinstance(acl, os.PathLike) else acl,
             **options,
         )
         self.port = port

@@ -101,6 +101,7 @@ class EmulatorServer:
             try:
                 self.cluster.apply_retention()
                 self.cluster.clients.expire()
+                self.cluster.acl.current()  # picks up an edited ACL file even without traffic
             except Exception:
                 log.exception("housekeeping failed")
 

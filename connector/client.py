@@ -29,10 +29,12 @@ import pyarrow as pa
 
 from .config import FILTER_SQL, ClientConfig, FilterSpec
 from .errors import (
+    FORBIDDEN,
+    UNAUTHORIZED,
     ConnectorError,
     RetriesExhaustedError,
-    RocketMQError,
     UnsupportedEndpointError,
+    broker_error,
     code_name,
 )
 from .offsets import QueueKey, queue_sort_key
@@ -63,6 +65,8 @@ BACKOFF_MAX_S = 1.0
 # gRPC codes and in-band v2 codes worth another attempt before the call's deadline.
 TRANSIENT_GRPC = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
 TRANSIENT_CODES = frozenset({d.TOO_MANY_REQUESTS, d.INTERNAL_SERVER_ERROR, d.PROXY_TIMEOUT})
+# gRPC statuses a server may refuse access with (instead of the in-band codes), as those codes.
+ACCESS_GRPC = {grpc.StatusCode.UNAUTHENTICATED: UNAUTHORIZED, grpc.StatusCode.PERMISSION_DENIED: FORBIDDEN}
 READER_RPCS = "PullMessage, GetOffset, UpdateOffset and QueryOffset"
 SEND_MESSAGE_METHOD = "/apache.rocketmq.v2.MessagingService/SendMessage"
 
@@ -233,9 +237,12 @@ class RocketMQClient:
             for endpoint in endpoints:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
+                    hint = ""
+                    if not self.config.tls and "socket closed" in last.lower():
+                        hint = " (if the endpoint serves TLS, set option 'tls' to 'true')"
                     raise RetriesExhaustedError(
                         f"{rpc} on {', '.join(endpoints)} did not succeed within {timeout_ms} ms "
-                        f"({attempts} attempts); last error: {last}"
+                        f"({attempts} attempts); last error: {last}{hint}"
                     )
                 per_attempt = min(remaining, max(1.0, total_s / 3) + extra_wait_s)
                 attempts += 1
@@ -247,15 +254,30 @@ class RocketMQClient:
                     code, details = e.code(), e.details()  # type: ignore[attr-defined]
                     if code == grpc.StatusCode.UNIMPLEMENTED and on_unimplemented is not None:
                         raise on_unimplemented(endpoint) from None
+                    if code in ACCESS_GRPC:
+                        raise broker_error(ACCESS_GRPC[code], details, endpoint, rpc) from None
                     if code not in TRANSIENT_GRPC:
                         raise ConnectorError(
                             f"{rpc} on {endpoint} failed: gRPC {code.name}: {details}"
                         ) from None
+                    if "handshake failed" in (details or "").lower():
+                        raise ConnectorError(self._tls_hint(endpoint, rpc, details)) from None
                     last = f"{endpoint}: gRPC {code.name}: {details}"
                 log.debug("%s attempt %d failed (%s); retrying", rpc, attempts, last)
             sleep = min(backoff * random.uniform(0.8, 1.2), max(deadline - time.monotonic(), 0.0))
             time.sleep(sleep)
             backoff = min(backoff * 2, BACKOFF_MAX_S)
+
+    def _tls_hint(self, endpoint: str, rpc: str, details: str) -> str:
+        """The message of a failed TLS handshake: a configuration error, not worth retrying."""
+        if self.config.tls:
+            advice = (
+                "the endpoint may not serve TLS (then set option 'tls' to 'false'), or its certificate is not "
+                "trusted (set option 'tlsCaFile' to the PEM file of its CA) or does not name the host"
+            )
+        else:
+            advice = "the endpoint expects TLS: set option 'tls' to 'true'"
+        return f"{rpc} on {endpoint} failed: the TLS handshake failed ({details}); {advice}"
 
     @staticmethod
     def _check_transient(code: int, message: str) -> None:
@@ -311,7 +333,7 @@ class RocketMQClient:
             on_unimplemented=self._unsupported(rpc),
         )
         if resp.status.code not in (d.OK, d.OFFSET_NOT_FOUND):
-            raise RocketMQError(resp.status.code, resp.status.message, endpoint, rpc)
+            raise broker_error(resp.status.code, resp.status.message, endpoint, rpc)
         return resp
 
     # ------------------------------------------------------------------ route
@@ -326,7 +348,7 @@ class RocketMQClient:
 
         resp, endpoint = self._invoke(self.config.endpoint_list, "QueryRoute", attempt, timeout_ms)
         if resp.status.code != d.OK:
-            raise RocketMQError(resp.status.code, resp.status.message, endpoint, f"QueryRoute({topic})")
+            raise broker_error(resp.status.code, resp.status.message, endpoint, f"QueryRoute({topic})")
         queues: dict[QueueKey, QueueInfo] = {}
         for mq in resp.message_queues:
             if mq.broker.id != 0:
@@ -546,7 +568,7 @@ def _pull_status(
         return PullStatus.NO_MATCHED_MSG if next_offset > offset else PullStatus.NO_NEW_MSG
     if code == d.ILLEGAL_OFFSET:
         return PullStatus.OFFSET_ILLEGAL
-    raise RocketMQError(code, message, endpoint, rpc)
+    raise broker_error(code, message, endpoint, rpc)
 
 
 def _body(m: d.Message) -> bytes:

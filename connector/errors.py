@@ -19,7 +19,10 @@ class RocketMQError(ConnectorError):
         self.message = message
         self.endpoint = endpoint
         self.rpc = rpc
-        super().__init__(f"{rpc} on {endpoint} failed: {code_name(code)} ({code}): {message}")
+        super().__init__(self._describe())
+
+    def _describe(self) -> str:
+        return f"{self.rpc} on {self.endpoint} failed: {code_name(self.code)} ({self.code}): {self.message}"
 
     @property
     def code_name(self) -> str:
@@ -27,6 +30,31 @@ class RocketMQError(ConnectorError):
 
     def __reduce__(self):  # keeps the attributes when Spark pickles the exception
         return (type(self), (self.code, self.message, self.endpoint, self.rpc))
+
+
+UNAUTHORIZED, FORBIDDEN = 40100, 40300  # apache.rocketmq.v2 Code
+
+
+class AccessDeniedError(RocketMQError):
+    """The endpoint refused the request: UNAUTHORIZED (credentials missing, unknown or wrong) or FORBIDDEN
+    (the account lacks a permission). Never retried; the message names the endpoint, the RPC and the reason."""
+
+    def _describe(self) -> str:
+        if self.code == UNAUTHORIZED:
+            what = "rejected the credentials (UNAUTHORIZED)"
+            hint = "check options 'accessKey' and 'secretKey'"
+        else:
+            what = "refused the request (FORBIDDEN)"
+            hint = (
+                "the account needs PUB on the topic to write, SUB on the topic and the consumer group to read"
+            )
+        return f"endpoint {self.endpoint} {what} for {self.rpc}: {self.message} ({hint})"
+
+
+def broker_error(code: int, message: str, endpoint: str, rpc: str) -> RocketMQError:
+    """The exception for an in-band error status: AccessDeniedError for UNAUTHORIZED / FORBIDDEN."""
+    cls = AccessDeniedError if code in (UNAUTHORIZED, FORBIDDEN) else RocketMQError
+    return cls(code, message, endpoint, rpc)
 
 
 class UnsupportedEndpointError(ConnectorError):

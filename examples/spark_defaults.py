@@ -1,4 +1,6 @@
-"""The examples' SparkSession: configured from the project's spark-defaults.conf (read once, here)."""
+"""The examples' SparkSession: configured from the project's spark-defaults.conf (read once, here).
+
+Tests and benchmarks import this module too, so the settings are read in one place."""
 
 from __future__ import annotations
 
@@ -9,13 +11,30 @@ from pyspark.sql import SparkSession
 SPARK_DEFAULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "spark-defaults.conf")
 
 
-def spark_session(app_name: str) -> SparkSession:
-    """A SparkSession with every setting of spark-defaults.conf (comments and blank lines skipped)."""
-    builder = SparkSession.builder.appName(app_name)
-    with open(SPARK_DEFAULTS, encoding="utf-8") as f:
+def spark_conf_pairs(path: str = SPARK_DEFAULTS) -> list[tuple[str, str]]:
+    """The settings of spark-defaults.conf (comments and blank lines skipped)."""
+    pairs = []
+    with open(path, encoding="utf-8") as f:
         for line in f:
             line = line.strip()
             if line and not line.startswith("#"):
                 key, _, value = line.partition(" ")
-                builder = builder.config(key, value.strip())
+                pairs.append((key, value.strip()))
+    return pairs
+
+
+def spark_session(app_name: str, master: str | None = None, remote: str | None = None) -> SparkSession:
+    """A SparkSession with every setting of spark-defaults.conf.
+
+    `master` overrides spark.master (e.g. "local-cluster[2,1,1024]"); `remote` starts a Spark Connect
+    session instead (e.g. "local[2]"), which takes the master from its own URL."""
+    builder = SparkSession.builder.appName(app_name)
+    if remote is not None:
+        builder = builder.remote(remote)
+    for key, value in spark_conf_pairs():
+        if key == "spark.master" and (remote is not None or master is not None):
+            continue
+        builder = builder.config(key, value)
+    if master is not None:
+        builder = builder.master(master)
     return builder.getOrCreate()

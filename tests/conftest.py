@@ -21,6 +21,13 @@ if _TESTS_DIR not in sys.path:
 
 from helpers import unique_name  # noqa: E402
 
+# The Spark settings live in spark-defaults.conf and are read by examples/spark_defaults.py (one reader).
+_EXAMPLES_DIR = os.path.join(os.path.dirname(_TESTS_DIR), "examples")
+if _EXAMPLES_DIR not in sys.path:
+    sys.path.append(_EXAMPLES_DIR)
+
+from spark_defaults import spark_session  # noqa: E402
+
 SESSION_BROKERS = 2
 SESSION_QUEUES = 4
 
@@ -81,30 +88,10 @@ def ext_stub(grpc_channel: Callable[[str], grpc.Channel]) -> Callable[[str], pb_
     return make
 
 
-SPARK_DEFAULTS = os.path.join(os.path.dirname(_TESTS_DIR), "spark-defaults.conf")
-
-
-def spark_conf_pairs(path: str = SPARK_DEFAULTS) -> list[tuple[str, str]]:
-    """The settings of spark-defaults.conf (comments and blank lines skipped)."""
-    pairs = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if line and not line.startswith("#"):
-                key, _, value = line.partition(" ")
-                pairs.append((key, value.strip()))
-    return pairs
-
-
 @pytest.fixture(scope="session")
 def spark():
     """One local[2] SparkSession for the whole test session, configured from spark-defaults.conf."""
-    from pyspark.sql import SparkSession
-
-    builder = SparkSession.builder.appName("pyspark-rocketmq-tests")
-    for key, value in spark_conf_pairs():
-        builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    session = spark_session("pyspark-rocketmq-tests")
     try:
         yield session
     finally:

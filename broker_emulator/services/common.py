@@ -1,4 +1,4 @@
-"""Per-RPC plumbing shared by the services: status objects, metadata, fault injection."""
+"""Per-RPC plumbing shared by the services: status objects, metadata, fault injection, access control."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import grpc
 from rocketmq.grpc_protocol import definition_pb2 as d
 
 from ..cluster import Broker
+from .access import check_access
 
 
 def status(code: int, message: str | None = None) -> d.Status:
@@ -56,18 +57,30 @@ def client_id_required() -> d.Status:
     return status(d.CLIENT_ID_REQUIRED, f"metadata {CLIENT_ID_HEADER} is required")
 
 
+async def refusal(service, rpc: str, request, context: grpc.aio.ServicerContext) -> d.Status | None:
+    """The generic checks of every v2 RPC, in order: injected faults (`down` aborts the call), the ACL
+    (UNAUTHORIZED / FORBIDDEN, SPEC §3.9) and the proxy's check that the request names its client
+    (CLIENT_ID_REQUIRED). Returns the in-band status refusing the request, or None to serve it."""
+    await apply_faults(service.broker, context)
+    _, denied = check_access(service.cluster, rpc, request, context)
+    if denied is not None:
+        return status(denied.code, denied.message)
+    if not client_id(context):
+        return client_id_required()
+    return None
+
+
 def rpc(response_cls, *, stream: bool = False):
-    """Wraps a v2 handler: injected faults first, then the proxy's generic check that the request names
-    its client (a blank `x-mq-client-id` gets the RPC's own response with CLIENT_ID_REQUIRED)."""
+    """Wraps a v2 handler: a request `refusal` refuses gets the RPC's own response with that status."""
 
     def decorate(fn):
         if stream:
 
             @functools.wraps(fn)
             async def stream_wrapper(self, request, context):
-                await apply_faults(self.broker, context)
-                if not client_id(context):
-                    yield response_cls(status=client_id_required())
+                refused = await refusal(self, fn.__name__, request, context)
+                if refused is not None:
+                    yield response_cls(status=refused)
                     return
                 async for item in fn(self, request, context):
                     yield item
@@ -76,9 +89,9 @@ def rpc(response_cls, *, stream: bool = False):
 
         @functools.wraps(fn)
         async def wrapper(self, request, context):
-            await apply_faults(self.broker, context)
-            if not client_id(context):
-                return response_cls(status=client_id_required())
+            refused = await refusal(self, fn.__name__, request, context)
+            if refused is not None:
+                return response_cls(status=refused)
             return await fn(self, request, context)
 
         return wrapper

@@ -13,6 +13,7 @@ from ..cluster import Broker, Cluster, group_error, topic_error
 from ..filtering import FilterError, parse_filter
 from ..long_polling import LongPollingService
 from ..store.records import batch_to_ipc
+from .access import MUTATING_ADMIN_VERBS, check_access
 from .common import apply_faults, polling_timeout
 from .pulling import pull, pull_status
 
@@ -31,6 +32,9 @@ class ExtensionService(pb_grpc.EmulatorServiceServicer):
 
     async def BulkPull(self, request, context):
         await apply_faults(self.broker, context)
+        _, denied = check_access(self.cluster, "BulkPull", request, context)
+        if denied is not None:
+            return pb.BulkPullResponse(code=denied.code, message=denied.message)
         topic = request.topic
         err = topic_error(topic) or group_error(request.group)
         if err:
@@ -66,6 +70,15 @@ class ExtensionService(pb_grpc.EmulatorServiceServicer):
         )
 
     async def Admin(self, request, context):
+        account, denied = check_access(self.cluster, "Admin", request, context)
+        if denied is not None:
+            return pb.AdminResponse(code=denied.code, message=denied.message)
+        if account is not None and not account.admin and request.verb in MUTATING_ADMIN_VERBS:
+            return pb.AdminResponse(
+                code=d.FORBIDDEN,
+                message=f"access key {account.access_key!r} may not run admin verb {request.verb!r} "
+                f'(verbs {", ".join(sorted(MUTATING_ADMIN_VERBS))} need "admin": true in its ACL account)',
+            )
         try:
             args = json.loads(request.args_json) if request.args_json else {}
             handler = getattr(self, "_admin_" + request.verb.replace("-", "_"), None)
@@ -188,6 +201,9 @@ class ExtensionService(pb_grpc.EmulatorServiceServicer):
             "clients": len(self.cluster.clients.snapshot()),
             "held_requests": sum(b.polling.held for b in self.cluster.brokers if b.polling is not None),
         }
+
+    def _admin_reload_acl(self) -> dict:
+        return self.cluster.acl.reload()
 
     def _admin_endpoints(self) -> list[dict]:
         return [{"broker": b.name, "endpoint": b.endpoint} for b in self.cluster.brokers]

@@ -23,14 +23,15 @@ from ..filtering import FilterError, parse_filter
 from ..long_polling import LongPollingService
 from ..store.message_store import TopicConfig
 from ..store.records import MessageColumns
+from .access import check_access, grpc_code
 from .common import (
     OK,
     apply_faults,
     client_id,
-    client_id_required,
     duration_seconds,
     metadata,
     polling_timeout,
+    refusal,
     rpc,
     status,
 )
@@ -215,6 +216,9 @@ class MessagingService(ConsumptionRpcs, service_pb2_grpc.MessagingServiceService
 
     async def Telemetry(self, request_iterator, context) -> AsyncIterator[s.TelemetryCommand]:
         await apply_faults(self.broker, context)
+        _, denied = check_access(self.cluster, "Telemetry", None, context)
+        if denied is not None:  # a stream of commands has no in-band status for this: a gRPC status
+            await context.abort(grpc_code(denied), f"{d.Code.Name(denied.code)}: {denied.message}")
         md = metadata(context)
         cid = md.get("x-mq-client-id", "")
         outbound: asyncio.Queue = asyncio.Queue()
@@ -273,9 +277,9 @@ class MessagingService(ConsumptionRpcs, service_pb2_grpc.MessagingServiceService
 
     async def send_message_bytes(self, request, context) -> bytes:
         """SendMessage answering with the serialized SendMessageResponse (see `add_to_server`)."""
-        await apply_faults(self.broker, context)
-        if not client_id(context):
-            return s.SendMessageResponse(status=client_id_required()).SerializeToString()
+        refused = await refusal(self, "SendMessage", request, context)
+        if refused is not None:
+            return s.SendMessageResponse(status=refused).SerializeToString()
         try:
             message_ids, offsets, tx_ids = await self._send(request, context)
         except SendRejected as e:
