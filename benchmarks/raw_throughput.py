@@ -20,6 +20,8 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 from rocketmq.grpc_protocol import definition_pb2 as d
@@ -27,6 +29,8 @@ from rocketmq.grpc_protocol import service_pb2 as s
 from rocketmq.grpc_protocol import service_pb2_grpc as sg
 
 from broker_emulator.store.records import ipc_to_table
+from connector.client import PullStatus, QueueInfo, get_client
+from connector.config import ClientConfig
 from connector.protocol import pb, pb_grpc
 
 TOPIC = "bench"
@@ -34,7 +38,11 @@ WARMUP_TOPIC = "bench-warmup"
 MD = [("x-mq-client-id", "bench@1"), ("x-mq-queue-id-explicit", "true")]
 
 
-def start_emulator(queues: int, data_dir: str | None) -> tuple[subprocess.Popen, str]:
+def start_emulator(
+    queues: int, data_dir: str | None, *, brokers: int = 1, topics: Sequence[str] = ()
+) -> tuple[subprocess.Popen, str]:
+    """`python -m broker_emulator serve` with TOPIC (`queues` per broker), WARMUP_TOPIC (1 queue) and
+    `topics` (NAME[:QUEUES]) on `brokers` brokers; returns the process and its `;`-separated endpoints."""
     cmd = [
         sys.executable,
         "-m",
@@ -43,7 +51,9 @@ def start_emulator(queues: int, data_dir: str | None) -> tuple[subprocess.Popen,
         "--port",
         "0",
         "--brokers",
-        "1",
+        str(brokers),
+        "--queues",
+        str(queues),
         "--topic",
         f"{TOPIC}:{queues}",
         "--topic",
@@ -51,6 +61,8 @@ def start_emulator(queues: int, data_dir: str | None) -> tuple[subprocess.Popen,
         "--log-level",
         "WARNING",
     ]
+    for t in topics:
+        cmd += ["--topic", t]
     cmd += ["--data-dir", data_dir] if data_dir else ["--in-memory"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     deadline = time.time() + 30
@@ -130,6 +142,29 @@ def bench_pull(endpoint: str, queues: int, max_messages: int, topic: str = TOPIC
     dt = time.perf_counter() - t0
     ch.close()
     return total / dt, total
+
+
+def client_pull(endpoints: str, topic: str, max_messages: int, threads: int = 2) -> tuple[float, int]:
+    """The connector's client (`RocketMQClient.pull`, bulk protocol) over every queue of `topic`, each
+    payload decoded to an Arrow table; `threads` queues at a time (as many pulls in flight as Spark's
+    read tasks have on this machine's two cores): (messages/s, messages)."""
+    client = get_client(ClientConfig(endpoints))
+    queues = client.route(topic)
+    starts = {q: client.min_offset(q) for q in queues}
+
+    def drain(q: QueueInfo) -> int:
+        offset, n = starts[q], 0
+        while True:
+            res = client.pull(q, offset, max_messages, group="bench", protocol="bulk")
+            if res.status != PullStatus.FOUND:
+                return n
+            n += res.table.num_rows
+            offset = res.next_offset
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(threads) as pool:
+        total = sum(pool.map(drain, queues))
+    return total / (time.perf_counter() - t0), total
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -25,50 +26,67 @@ from benchmarks.raw_throughput import start_emulator
 from connector.options import parse_writer_options
 from connector.producer import Producer
 from connector.sink_rows import RowEncoder
+from examples.spark_defaults import spark_session
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 TOPIC = "bench"
 
 
-def raw_send(endpoints: str, messages: int, size: int, batch_rows: int = 10_000) -> tuple[float, float]:
+def raw_send(
+    endpoints: str,
+    messages: int,
+    size: int,
+    batch_rows: int = 10_000,
+    topic: str = TOPIC,
+    warmup_topic: str | None = None,
+    options: Mapping[str, str] | None = None,
+) -> tuple[float, float]:
     """Messages/s acknowledged through RowEncoder + Producer (Arrow batches of `batch_rows` rows), and
-    messages per second of this process's CPU time (the producer's own cost, whatever the emulator's)."""
-    opts = parse_writer_options({"endpoints": endpoints, "topic": TOPIC})
-    body = pa.array([b"x" * size] * batch_rows, pa.binary())
-    batch = pa.record_batch([body], names=["body"])
-    encoder = RowEncoder({"body": "body"}, TOPIC, "", opts.max_message_size)
+    messages per second of this process's CPU time (the producer's own cost, whatever the emulator's).
+
+    Exactly `messages` messages reach `topic`; one untimed warm-up batch (route, channel, first calls)
+    goes to `warmup_topic` when given, else to `topic` as well. `options`: more writer options."""
+    opts = parse_writer_options({"endpoints": endpoints, "topic": topic, **(options or {})})
+    encoder = RowEncoder({"body": "body"}, topic, "", opts.max_message_size)
     producer = Producer(opts)
-    warm = encoder.encode(batch, 0)  # route, channel and first calls outside the timing
-    for rows in warm:
+    warm_opts = parse_writer_options({"endpoints": endpoints, "topic": warmup_topic or topic})
+    warm_producer = Producer(warm_opts)
+    warm_encoder = RowEncoder({"body": "body"}, warmup_topic or topic, "", opts.max_message_size)
+    full = _body_batch(batch_rows, size)
+    for rows in warm_encoder.encode(full, 0):
+        warm_producer.send(rows)
+    warm_producer.flush()
+    for rows in encoder.encode(full.slice(0, 1), 0):  # this producer's route and channel, untimed
         producer.send(rows)
     producer.flush()
-    sent = 0
+    sent = 1
     t0, cpu0 = time.perf_counter(), time.process_time()
     while sent < messages:
+        batch = full if messages - sent >= batch_rows else full.slice(0, messages - sent)
         for rows in encoder.encode(batch, sent):
             producer.send(rows)
-        sent += batch_rows
+        sent += batch.num_rows
     stats = producer.flush()
     dt, cpu = time.perf_counter() - t0, time.process_time() - cpu0
-    assert stats.messages == sent + batch_rows, stats
-    return sent / dt, sent / cpu
+    assert stats.messages == sent, stats
+    return (sent - 1) / dt, (sent - 1) / cpu
 
 
-def spark_defaults() -> list[tuple[str, str]]:
-    """The settings of the project's spark-defaults.conf."""
-    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "spark-defaults.conf")
-    pairs = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.strip()
-            if line and not line.startswith("#"):
-                key, _, value = line.partition(" ")
-                pairs.append((key, value.strip()))
-    return pairs
+def _body_batch(rows: int, size: int) -> pa.RecordBatch:
+    """`rows` bodies of `size` bytes, each starting with its row number (distinct messages)."""
+    pad = b"x" * max(size - 12, 0)
+    body = pa.array([(b"%012d" % i + pad)[:size] for i in range(rows)], pa.binary())
+    return pa.record_batch([body], names=["body"])
 
 
-def spark_ratio(endpoints: str, messages: int, size: int) -> dict[str, float]:
-    """`spark.range(N)` + body → rocketmq, and → a discarding Python Arrow writer; rows/s of each."""
-    from pyspark.sql import SparkSession
+def spark_ratio(
+    endpoints: str, messages: int, size: int, spark: SparkSession | None = None, topic: str = TOPIC
+) -> dict[str, float]:
+    """`spark.range(N)` + body → rocketmq, and → a discarding Python Arrow writer; rows/s of each.
+
+    Uses `spark` when given (left running), else a session of its own from spark-defaults.conf."""
     from pyspark.sql import functions as F
     from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
 
@@ -88,10 +106,9 @@ def spark_ratio(endpoints: str, messages: int, size: int) -> dict[str, float]:
         def writer(self, schema, overwrite):  # type: ignore[no-untyped-def]
             return Discard()
 
-    builder = SparkSession.builder.appName("write-benchmark")
-    for k, v in spark_defaults():
-        builder = builder.config(k, v)
-    spark = builder.getOrCreate()
+    own = spark is None
+    if spark is None:
+        spark = spark_session("write-benchmark")
     spark.dataSource.register(DiscardSource)
     pad = "x" * (size - 20)
     df = spark.range(messages).select(F.format_string(f"%020d{pad}", "id").cast("binary").alias("body"))
@@ -103,8 +120,9 @@ def spark_ratio(endpoints: str, messages: int, size: int) -> dict[str, float]:
 
     timed("discard")  # warm-up: workers, imports
     ceiling = timed("discard")
-    rocketmq = timed("rocketmq", endpoints=endpoints, topic=TOPIC)
-    spark.stop()
+    rocketmq = timed("rocketmq", endpoints=endpoints, topic=topic)
+    if own:
+        spark.stop()
     return {"discard_rows_per_s": ceiling, "rocketmq_rows_per_s": rocketmq, "ratio": rocketmq / ceiling}
 
 

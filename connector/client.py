@@ -26,9 +26,6 @@ from typing import Any, NamedTuple, TypeVar
 
 import grpc
 import pyarrow as pa
-from rocketmq.grpc_protocol import definition_pb2 as d
-from rocketmq.grpc_protocol import service_pb2 as s
-from rocketmq.grpc_protocol import service_pb2_grpc
 
 from .config import FILTER_SQL, ClientConfig, FilterSpec
 from .errors import (
@@ -43,6 +40,9 @@ from .errors import (
 from .offsets import QueueKey, queue_sort_key
 from .protocol import pb, pb_grpc
 from .protocol.hashing import java_string_hash
+from .protocol.v2 import definition_pb2 as d
+from .protocol.v2 import service_pb2 as s
+from .protocol.v2 import service_pb2_grpc
 from .protocol.wire import WIRE_SCHEMA, decode_payload
 
 log = logging.getLogger(__name__)

@@ -3,13 +3,20 @@
 `SCHEMA` is built in code (`StructType.fromDDL` needs an active session); `ARROW_SCHEMA` is exactly what
 Spark expects from `read()` (`to_arrow_schema(SCHEMA, timezone="UTC")`: nullability, `timestamp[us, UTC]`,
 map entries `struct<key not null, value>`), so batches pass Spark's equality check with no per-row work.
+
+Importing this module converts no Python value to Arrow (pyarrow then imports pandas, a second under load):
+the driver-side processes that plan reads (Spark's streaming source runner, started afresh for every
+query) never pay for it. So ARROW_SCHEMA is spelled out in pyarrow instead of derived with
+`pyspark.sql.pandas.types.to_arrow_schema` (tests/test_reader_task.py checks that both agree), and the
+fill values are built on first use.
 """
 
 from __future__ import annotations
 
+from functools import cache
+
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -48,11 +55,41 @@ SCHEMA = StructType(
     ]
 )
 
-ARROW_SCHEMA: pa.Schema = to_arrow_schema(SCHEMA, timezone="UTC")
+_TS = pa.timestamp("us", tz="UTC")
+ARROW_SCHEMA: pa.Schema = pa.schema(
+    [
+        pa.field("topic", pa.string(), nullable=False),
+        pa.field("brokerName", pa.string(), nullable=False),
+        pa.field("queueId", pa.int32(), nullable=False),
+        pa.field("queueOffset", pa.int64(), nullable=False),
+        pa.field("messageId", pa.string()),
+        pa.field("tags", pa.string()),
+        pa.field("keys", pa.list_(pa.field("element", pa.string(), nullable=False)), nullable=False),
+        pa.field("body", pa.binary(), nullable=False),
+        pa.field(
+            "properties", pa.map_(pa.string(), pa.field("value", pa.string(), nullable=False)), nullable=False
+        ),
+        pa.field("bornTimestamp", _TS),
+        pa.field("storeTimestamp", _TS),
+        pa.field("bornHost", pa.string()),
+        pa.field("reconsumeTimes", pa.int32(), nullable=False),
+        pa.field("messageGroup", pa.string()),
+        pa.field("deliveryTimestamp", _TS),
+    ]
+)
 
 _T = {f.name: f.type for f in ARROW_SCHEMA}
-_EMPTY_KEYS = pa.scalar([], type=_T["keys"])
-_EMPTY_PROPERTIES = pa.scalar([], type=_T["properties"])
+
+
+@cache
+def _fills() -> dict[str, pa.Scalar]:
+    """The values that replace nulls in non-nullable columns (built on first use, see the module doc)."""
+    return {
+        "keys": pa.scalar([], type=_T["keys"]),
+        "body": pa.scalar(b"", pa.binary()),
+        "properties": pa.scalar([], type=_T["properties"]),
+        "reconsumeTimes": pa.scalar(0, pa.int32()),
+    }
 
 
 def check_user_schema(schema: StructType | None) -> None:
@@ -75,6 +112,7 @@ def _convert(
     n = batch.num_rows
     col = batch.column
     ts = _T["bornTimestamp"]
+    fill = _fills()
     arrays = [
         pa.repeat(topic, n),
         pa.repeat(broker, n),
@@ -82,13 +120,13 @@ def _convert(
         col("queue_offset"),
         col("message_id"),
         col("tag"),
-        _no_nulls(col("keys").cast(_T["keys"]), _EMPTY_KEYS),
-        _no_nulls(col("body"), pa.scalar(b"", pa.binary())),
-        _no_nulls(col("properties").cast(_T["properties"]), _EMPTY_PROPERTIES),
+        _no_nulls(col("keys").cast(_T["keys"]), fill["keys"]),
+        _no_nulls(col("body"), fill["body"]),
+        _no_nulls(col("properties").cast(_T["properties"]), fill["properties"]),
         col("born_timestamp").cast(ts),
         col("store_timestamp").cast(ts),
         col("born_host"),
-        _no_nulls(col("reconsume_times").cast(pa.int32()), pa.scalar(0, pa.int32())),
+        _no_nulls(col("reconsume_times").cast(pa.int32()), fill["reconsumeTimes"]),
         col("message_group"),
         col("delivery_timestamp").cast(ts),
     ]

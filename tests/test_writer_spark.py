@@ -55,7 +55,8 @@ def stored_on(emu: Emulator, topic: str, broker: str) -> int:
 
 # ------------------------------------------------------------------------------------------ volume
 def test_batch_write_lands_once_each_evenly(spark: SparkSession, emulator: Emulator, topic: str) -> None:
-    write(numbered(spark, N), emulator.endpoints, topic)
+    # Queues are picked per request: ~12 requests per queue (batchSize 1024) make ±25% evenness meaningful.
+    write(numbered(spark, N), emulator.endpoints, topic, batchSize="1024")
     tables = read_topic(emulator.endpoints, topic)
     assert sorted(bodies(tables)) == expected(N)
     assert len(tables) == 8
@@ -78,6 +79,7 @@ def test_stream_write_lands_once_each_evenly(
         .writeStream.format("rocketmq")
         .option("endpoints", emulator.endpoints)
         .option("topic", topic)
+        .option("batchSize", "1024")  # enough requests per queue for the evenness check (see above)
         .option("checkpointLocation", str(tmp_path / "checkpoint"))
         .trigger(availableNow=True)
         .start()

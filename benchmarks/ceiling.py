@@ -1,0 +1,83 @@
+"""The read ceiling of SPEC §7: a Python data source yielding the reader's own Arrow batches from memory.
+
+`format("bench_ceiling")` with the `rocketmq` reader's options (`endpoints`, `topic`) pulls ONE batch of
+the topic on the driver, converts it to the reader's schema exactly as a read task does, and plans one
+partition per queue of the topic (the rocketmq reader's default), each yielding that batch from memory
+until it has produced its queue's message count. What Spark and the Python worker cost for those rows is
+all it measures: the rocketmq reader's figure over this one is the fraction of the ceiling it reaches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.types import StructType
+
+NAME = "bench_ceiling"
+
+
+@dataclass(frozen=True)
+class CeilingPartition(InputPartition):
+    """One queue's worth of rows, served from `batch_ipc` (the batch serialized once, on the driver)."""
+
+    batch_ipc: bytes
+    rows: int
+
+
+def _pulled_batch(endpoints: str, topic: str, rows: int) -> tuple[pa.RecordBatch, list[int]]:
+    """One pull of up to `rows` messages of the topic's first queue in the reader's schema, and every
+    queue's message count."""
+    from connector.client import get_client
+    from connector.config import ClientConfig
+    from connector.schema import to_record_batches
+
+    client = get_client(ClientConfig(endpoints))
+    queues = client.route(topic)
+    counts = [client.max_offset(q) - client.min_offset(q) for q in queues]
+    first = queues[0]
+    res = client.pull(first, client.min_offset(first), rows, group="bench-ceiling")
+    batches = to_record_batches(res.table, first.topic, first.broker, first.queue_id)
+    return pa.concat_batches(batches), counts
+
+
+class CeilingReader(DataSourceReader):
+    def __init__(self, options: dict[str, str]) -> None:
+        self.endpoints = options["endpoints"]
+        self.topic = options["topic"]
+        self.batch_rows = int(options.get("pullBatchSize", "8192"))
+
+    def partitions(self) -> list[InputPartition]:
+        batch, counts = _pulled_batch(self.endpoints, self.topic, self.batch_rows)
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, batch.schema) as w:
+            w.write_batch(batch)
+        ipc = sink.getvalue().to_pybytes()
+        return [CeilingPartition(ipc, n) for n in counts]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, CeilingPartition)
+        batch = pa.ipc.open_stream(partition.batch_ipc).read_next_batch()
+        left = partition.rows
+        while left > 0:
+            out = batch if left >= batch.num_rows else batch.slice(0, left)
+            left -= out.num_rows
+            yield out
+
+
+class CeilingSource(DataSource):
+    """`spark.read.format("bench_ceiling")`: the reader's batches from memory (see the module doc)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    def schema(self) -> StructType:
+        from connector.schema import SCHEMA
+
+        return SCHEMA
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return CeilingReader(dict(self.options))

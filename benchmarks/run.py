@@ -1,0 +1,261 @@
+"""Every measure of SPEC §7 in one run: `python -m benchmarks [--quick] [--json PATH] [sizes...]`.
+
+One emulator subprocess (`serve --brokers 2 --queues 4`, in-memory unless --data-dir) serves every topic;
+one SparkSession from spark-defaults.conf (`examples/spark_defaults.py`) runs the Spark measures. Prints
+one table and writes a JSON file (default `benchmarks/results.json`).
+
+Columns: *figure* is the measure (messages/s unless a unit says otherwise); *ratio* is the figure over what
+its target is stated against: the ceiling for reads, the discarding writer for the write, the official
+client for the comparison rows (ours ÷ theirs), the target itself for absolute targets; *pass* applies the
+target. Defaults are SPEC §7's sizes; `--quick` shrinks them so the whole run takes about a minute. The
+Spark throughput measures run `--repeat` times, interleaved, and keep each one's best run (the machine
+is shared: the best run is the one least disturbed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from benchmarks import long_poll, official_client, spark_reads
+from benchmarks.raw_throughput import TOPIC, WARMUP_TOPIC, client_pull, start_emulator
+from benchmarks.write_throughput import raw_send, spark_ratio
+
+DEFAULT_JSON = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results.json")
+WRITE_TOPIC = "bench-write"
+OFFICIAL_TOPIC = "bench-official"
+LATENCY_TOPIC = "bench-latency"
+POLL_TOPIC = "bench-poll"
+MEMORY_TOPIC = "bench-memory"
+GROUPS = ("raw", "official", "long_poll", "reads", "write", "latency", "memory")
+# Every row a full run prints, in order.
+MEASURES = (
+    "raw batched send",
+    "raw bulk pull → Arrow",
+    "official Producer send",
+    "official SimpleConsumer receive+ack",
+    "long-poll wake-up p50",
+    "read ceiling (Arrow from memory)",
+    "batch read → noop",
+    "stream read → noop",
+    "write ceiling (discarding Arrow writer)",
+    "write → rocketmq",
+    "latency p50 (send → foreachBatch)",
+    "latency p99 (send → foreachBatch)",
+    "peak Python worker RSS (backlog read)",
+)
+QUICK = {
+    "messages": 50_000,
+    "write_messages": 50_000,
+    "official_seconds": 1.0,
+    "official_max": 2_000,
+    "latency_samples": 10,
+    "latency_interval": 0.05,
+    "poll_tries": 10,
+    "memory_bytes": 64 << 20,
+    "repeat": 1,
+}
+
+
+@dataclass
+class Row:
+    measure: str
+    figure: float
+    unit: str
+    target: str
+    ratio: float | None = None
+    passed: bool | None = None
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(
+        prog="python -m benchmarks", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--quick", action="store_true", help="small sizes (whole run about a minute)")
+    ap.add_argument("--messages", type=int, default=1_000_000, help="messages of the read and raw measures")
+    ap.add_argument("--size", type=int, default=100, help="body bytes")
+    ap.add_argument("--write-messages", type=int, default=1_000_000, help="rows of the Spark write measure")
+    ap.add_argument("--official-seconds", type=float, default=3.0, help="time bound of each official loop")
+    ap.add_argument("--official-max", type=int, default=5_000, help="message bound of each official loop")
+    ap.add_argument("--latency-samples", type=int, default=100)
+    ap.add_argument("--latency-interval", type=float, default=0.1, help="seconds between latency probes")
+    ap.add_argument("--poll-tries", type=int, default=50, help="long-poll wake-up tries")
+    ap.add_argument("--memory-bytes", type=int, default=2_000_000_000, help="backlog of the memory measure")
+    ap.add_argument("--memory-size", type=int, default=1024, help="body bytes of the memory backlog")
+    ap.add_argument(
+        "--repeat", type=int, default=2, help="runs of each Spark throughput measure; the best is kept"
+    )
+    ap.add_argument("--data-dir", help="durable emulator storage (default: in-memory)")
+    ap.add_argument("--only", help=f"comma-separated subset of {','.join(GROUPS)} (default: all)")
+    ap.add_argument("--json", default=DEFAULT_JSON, help="where to write the results")
+    args = ap.parse_args(argv)
+    if args.quick:
+        for key, value in QUICK.items():
+            if getattr(args, key) == ap.get_default(key):
+                setattr(args, key, value)
+    groups = set(GROUPS if not args.only else args.only.split(","))
+    unknown = groups - set(GROUPS)
+    if unknown:
+        ap.error(f"--only: unknown {', '.join(sorted(unknown))}; expected some of {', '.join(GROUPS)}")
+    args.groups = groups
+    return args
+
+
+def _at_least(name: str, figure: float, unit: str, target: float, reference: float, label: str) -> Row:
+    ratio = figure / reference if reference else 0.0
+    return Row(name, figure, unit, label, ratio, ratio >= target)
+
+
+def run(args: argparse.Namespace, log: Callable[[str], None]) -> list[Row]:
+    rows: list[Row] = []
+    n, size = args.messages, args.size
+    topics = [f"{t}:4" for t in (WRITE_TOPIC, OFFICIAL_TOPIC, LATENCY_TOPIC, MEMORY_TOPIC)] + [
+        f"{POLL_TOPIC}:1"
+    ]
+    proc, endpoints = start_emulator(4, args.data_dir, brokers=2, topics=topics)
+    try:
+        needs_data = args.groups & {"raw", "official", "reads"}
+        send_rate = pull_rate = None
+        if needs_data:
+            log(f"raw batched send of {n:,} × {size} B")
+            send_rate, _ = raw_send(endpoints, n, size, topic=TOPIC, warmup_topic=WARMUP_TOPIC)
+            rows.append(_at_least("raw batched send", send_rate, "msgs/s", 1, 300_000, "≥ 300,000"))
+            log(f"raw bulk pull of {n:,}")
+            pull_rate, pulled = client_pull(endpoints, TOPIC, 8192)
+            if pulled != n:
+                raise RuntimeError(f"raw bulk pull read {pulled} messages, sent {n}")
+            rows.append(_at_least("raw bulk pull → Arrow", pull_rate, "msgs/s", 1, 1_000_000, "≥ 1,000,000"))
+        if "official" in args.groups:
+            log("official Producer send loop")
+            theirs, sent = official_client.producer_rate(
+                endpoints, OFFICIAL_TOPIC, size, args.official_seconds, args.official_max
+            )
+            rows.append(Row("official Producer send", theirs, "msgs/s", "ours ≥ 20×", send_rate / theirs))
+            rows[-1].passed = rows[-1].ratio >= 20
+            log("official SimpleConsumer receive+ack loop")
+            theirs, _ = official_client.simple_consumer_rate(
+                endpoints, OFFICIAL_TOPIC, "bench-official-group", sent, args.official_seconds
+            )
+            rows.append(
+                Row("official SimpleConsumer receive+ack", theirs, "msgs/s", "ours ≥ 20×", pull_rate / theirs)
+            )
+            rows[-1].passed = rows[-1].ratio >= 20
+        if "long_poll" in args.groups:
+            log(f"long-poll wake-up × {args.poll_tries}")
+            lat = sorted(long_poll.wake_up(endpoints, POLL_TOPIC, args.poll_tries))
+            p50 = spark_reads._percentile(lat, 50) * 1000
+            rows.append(Row("long-poll wake-up p50", p50, "ms", "≤ 20 ms", p50 / 20, p50 <= 20))
+        if args.groups & {"reads", "write", "latency", "memory"}:
+            rows += spark_measures(args, endpoints, log)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(60)
+    return rows
+
+
+def spark_measures(args: argparse.Namespace, endpoints: str, log: Callable[[str], None]) -> list[Row]:
+    from examples.spark_defaults import spark_session
+
+    rows: list[Row] = []
+    n = args.messages
+    log("starting Spark")
+    spark = spark_session("pyspark-rocketmq-benchmarks")
+    try:
+        if "reads" in args.groups:
+            log("warm-up reads (Python workers, imports)")
+            spark_reads.batch_read(spark, endpoints, WARMUP_TOPIC, 0)
+            spark_reads.ceiling_read(spark, endpoints, WARMUP_TOPIC, 0)
+            ceiling = batch = stream = 0.0
+            for r in range(args.repeat):  # interleaved, so a burst of load elsewhere hits one run of each
+                log(f"ceiling: {n:,} rows from memory (run {r + 1} of {args.repeat})")
+                ceiling = max(ceiling, spark_reads.ceiling_read(spark, endpoints, TOPIC, n))
+                log(f"batch read of {n:,}")
+                batch = max(batch, spark_reads.batch_read(spark, endpoints, TOPIC, n))
+                log(f"stream read (availableNow) of {n:,}")
+                stream = max(stream, spark_reads.stream_read(spark, endpoints, TOPIC, n))
+            rows.append(Row("read ceiling (Arrow from memory)", ceiling, "msgs/s", "—"))
+            rows.append(_at_least("batch read → noop", batch, "msgs/s", 0.7, ceiling, "≥ 0.7 × ceiling"))
+            rows.append(_at_least("stream read → noop", stream, "msgs/s", 0.7, ceiling, "≥ 0.7 × ceiling"))
+        if "write" in args.groups:
+            discard = rocketmq = 0.0
+            for r in range(args.repeat):
+                log(f"write of {args.write_messages:,} rows: discarding writer, then rocketmq (run {r + 1})")
+                w = spark_ratio(endpoints, args.write_messages, args.size, spark, topic=WRITE_TOPIC)
+                discard = max(discard, w["discard_rows_per_s"])
+                rocketmq = max(rocketmq, w["rocketmq_rows_per_s"])
+            rows.append(Row("write ceiling (discarding Arrow writer)", discard, "rows/s", "—"))
+            rows.append(_at_least("write → rocketmq", rocketmq, "rows/s", 0.25, discard, "≥ 0.25 × ceiling"))
+        if "latency" in args.groups:
+            log(f"latency × {args.latency_samples}")
+            p50, p99 = spark_reads.latency(
+                spark, endpoints, LATENCY_TOPIC, args.latency_samples, args.latency_interval
+            )
+            rows.append(
+                Row("latency p50 (send → foreachBatch)", p50 * 1000, "ms", "≤ 1000 ms", p50, p50 <= 1.0)
+            )
+            rows.append(Row("latency p99 (send → foreachBatch)", p99 * 1000, "ms", "—"))
+        if "memory" in args.groups:
+            count = max(args.memory_bytes // args.memory_size, 1)
+            log(f"memory: loading {count:,} × {args.memory_size} B ({args.memory_bytes / 1e9:.2f} GB)")
+            raw_send(endpoints, count, args.memory_size, topic=MEMORY_TOPIC, warmup_topic=WARMUP_TOPIC)
+            log("memory: batch read while sampling Python workers' RSS")
+            peak_mib, _rate = spark_reads.peak_worker_rss(spark, endpoints, MEMORY_TOPIC, count)
+            rows.append(
+                Row(
+                    "peak Python worker RSS (backlog read)",
+                    peak_mib,
+                    "MiB",
+                    "≤ 512 MiB",
+                    peak_mib / 512,
+                    peak_mib <= 512,
+                )
+            )
+    finally:
+        spark.stop()
+    return rows
+
+
+def render(rows: list[Row]) -> str:
+    head = f"{'measure':<40} {'figure':>14} {'unit':<7} {'target':<18} {'ratio':>8}  pass"
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        fig = f"{r.figure:,.1f}" if r.unit in ("ms", "MiB") else f"{r.figure:,.0f}"
+        ratio = "" if r.ratio is None else f"{r.ratio:.3f}"
+        ok = "" if r.passed is None else ("PASS" if r.passed else "FAIL")
+        lines.append(f"{r.measure:<40} {fig:>14} {r.unit:<7} {r.target:<18} {ratio:>8}  {ok}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    args = parse_args(argv)
+    started = time.time()
+    load_before = os.getloadavg()
+
+    def log(msg: str) -> None:
+        print(f"[{time.time() - started:6.1f} s] {msg}", file=sys.stderr, flush=True)
+
+    rows = run(args, log)
+    elapsed = time.time() - started
+    table = render(rows)
+    print(table)
+    print(f"load average {load_before[0]:.2f} before, {os.getloadavg()[0]:.2f} after; {elapsed:.0f} s in all")
+    result = {
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+        "seconds": round(elapsed, 1),
+        "cpus": os.cpu_count(),
+        "load_average_before": load_before,
+        "load_average_after": os.getloadavg(),
+        "storage": f"durable ({args.data_dir})" if args.data_dir else "in-memory",
+        "options": {k: v for k, v in vars(args).items() if k not in ("groups", "json")},
+        "measures": [asdict(r) for r in rows],
+    }
+    with open(args.json, "w", encoding="utf-8") as f:
+        json.dump(result, f, indent=2)
+    return result

@@ -1,0 +1,169 @@
+"""The Spark measures of SPEC §7 on the read side: stream read, batch read, their ceiling, end-to-end
+latency and the peak RSS of a Python worker. Each takes a running SparkSession and an emulator's endpoints."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+import time
+import uuid
+from typing import TYPE_CHECKING
+
+import psutil
+import pyarrow as pa
+
+from benchmarks.ceiling import NAME as CEILING_FORMAT
+from benchmarks.ceiling import CeilingSource
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+QUERY_TIMEOUT_S = 600
+
+
+def _reader_options(endpoints: str, topic: str) -> dict[str, str]:
+    return {
+        "endpoints": endpoints,
+        "topic": topic,
+        "startingOffsets": "earliest",
+        "consumerGroup": f"bench_{uuid.uuid4().hex[:8]}",
+    }
+
+
+def batch_read(
+    spark: SparkSession, endpoints: str, topic: str, messages: int, fmt: str = "rocketmq"
+) -> float:
+    """`spark.read.format(fmt)` of the whole topic → `noop`; messages/s."""
+    df = spark.read.format(fmt).options(**_reader_options(endpoints, topic)).load()
+    t0 = time.perf_counter()
+    df.write.format("noop").mode("overwrite").save()
+    return messages / (time.perf_counter() - t0)
+
+
+def ceiling_read(spark: SparkSession, endpoints: str, topic: str, messages: int) -> float:
+    """The synthetic ceiling (`benchmarks.ceiling`): the same batches from memory, same partitions."""
+    spark.dataSource.register(CeilingSource)
+    return batch_read(spark, endpoints, topic, messages, CEILING_FORMAT)
+
+
+def stream_read(spark: SparkSession, endpoints: str, topic: str, messages: int) -> float:
+    """`readStream` + `trigger(availableNow=True)` → `noop` over the whole topic; messages/s from
+    `start()` to termination. Fails unless the query's progress reports exactly `messages` rows."""
+    checkpoint = tempfile.mkdtemp(prefix="bench-stream-")
+    try:
+        df = spark.readStream.format("rocketmq").options(**_reader_options(endpoints, topic)).load()
+        t0 = time.perf_counter()
+        q = (
+            df.writeStream.format("noop")
+            .trigger(availableNow=True)
+            .option("checkpointLocation", checkpoint)
+            .start()
+        )
+        if not q.awaitTermination(QUERY_TIMEOUT_S):
+            q.stop()
+            raise RuntimeError(f"the availableNow stream read did not finish within {QUERY_TIMEOUT_S} s")
+        dt = time.perf_counter() - t0
+        rows = sum(p["numInputRows"] for p in q.recentProgress)
+        if rows != messages:
+            raise RuntimeError(f"the stream read {rows} rows, expected {messages}")
+        return messages / dt
+    finally:
+        shutil.rmtree(checkpoint, ignore_errors=True)
+
+
+def latency(
+    spark: SparkSession, endpoints: str, topic: str, samples: int, interval_s: float
+) -> tuple[float, float]:
+    """Send → visible in a `foreachBatch` (trigger processingTime 0 s), p50 and p99 in seconds.
+
+    A thread sends `samples` single messages `interval_s` apart, each body its send time; the batch
+    function takes each body's age once its rows are collected on the driver."""
+    from connector.options import parse_writer_options
+    from connector.producer import Producer
+    from connector.sink_rows import RowEncoder
+
+    seen: list[float] = []
+    done = threading.Event()
+
+    def on_batch(df, _batch_id: int) -> None:  # type: ignore[no-untyped-def]
+        rows = df.select("body").collect()
+        now = time.time()
+        seen.extend(now - float(r.body.decode()) for r in rows)
+        if len(seen) >= samples:
+            done.set()
+
+    checkpoint = tempfile.mkdtemp(prefix="bench-latency-")
+    opts = {**_reader_options(endpoints, topic), "startingOffsets": "latest"}
+    q = (
+        spark.readStream.format("rocketmq")
+        .options(**opts)
+        .load()
+        .writeStream.foreachBatch(on_batch)
+        .trigger(processingTime="0 seconds")
+        .option("checkpointLocation", checkpoint)
+        .start()
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not q.recentProgress and time.monotonic() < deadline:  # the first (empty) batch ran
+            time.sleep(0.05)
+        wopts = parse_writer_options({"endpoints": endpoints, "topic": topic})
+        producer, encoder = Producer(wopts), RowEncoder({"body": "body"}, topic, "", wopts.max_message_size)
+        for i in range(samples):
+            body = pa.array([repr(time.time()).encode()], pa.binary())
+            for rows in encoder.encode(pa.record_batch([body], names=["body"]), i):
+                producer.send(rows)
+            producer.flush()
+            time.sleep(interval_s)
+        if not done.wait(60):
+            raise RuntimeError(f"only {len(seen)} of {samples} latency samples arrived within 60 s")
+    finally:
+        q.stop()
+        shutil.rmtree(checkpoint, ignore_errors=True)
+    ordered = sorted(seen)
+    return _percentile(ordered, 50), _percentile(ordered, 99)
+
+
+def _percentile(ordered: list[float], p: float) -> float:
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+def python_workers() -> list[psutil.Process]:
+    """Spark's Python worker processes under this driver (the daemon and the workers it forks)."""
+    out = []
+    for proc in psutil.Process(os.getpid()).children(recursive=True):
+        try:
+            cmd = " ".join(proc.cmdline())
+        except psutil.Error:
+            continue
+        if "pyspark.daemon" in cmd or "pyspark.worker" in cmd:
+            out.append(proc)
+    return out
+
+
+def peak_worker_rss(spark: SparkSession, endpoints: str, topic: str, messages: int) -> tuple[float, float]:
+    """Batch read of the topic → `noop` while sampling every Python worker's RSS every 20 ms; returns
+    (peak RSS in MiB of any one worker, messages/s)."""
+    peak = 0
+    stop = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not stop.is_set():
+            for proc in python_workers():
+                try:
+                    peak = max(peak, proc.memory_info().rss)
+                except psutil.Error:
+                    pass
+            stop.wait(0.02)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        rate = batch_read(spark, endpoints, topic, messages)
+    finally:
+        stop.set()
+        sampler.join(5)
+    return peak / (1 << 20), rate
