@@ -5,6 +5,10 @@ the topic on the driver, converts it to the reader's schema exactly as a read ta
 partition per queue of the topic (the rocketmq reader's default), each yielding that batch from memory
 until it has produced its queue's message count. What Spark and the Python worker cost for those rows is
 all it measures: the rocketmq reader's figure over this one is the fraction of the ceiling it reaches.
+
+`readStream.format("bench_ceiling")` serves the same partitions as ONE micro-batch through a Python
+`DataSourceStreamReader`, so the stream read is compared with a stream that pays the same per-query
+costs (Spark's streaming runner process, checkpoint writes), not with a batch job.
 """
 
 from __future__ import annotations
@@ -13,7 +17,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    InputPartition,
+)
 from pyspark.sql.types import StructType
 
 NAME = "bench_ceiling"
@@ -50,21 +59,51 @@ class CeilingReader(DataSourceReader):
         self.batch_rows = int(options.get("pullBatchSize", "8192"))
 
     def partitions(self) -> list[InputPartition]:
-        batch, counts = _pulled_batch(self.endpoints, self.topic, self.batch_rows)
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, batch.schema) as w:
-            w.write_batch(batch)
-        ipc = sink.getvalue().to_pybytes()
-        return [CeilingPartition(ipc, n) for n in counts]
+        return _plan(self.endpoints, self.topic, self.batch_rows)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, CeilingPartition)
-        batch = pa.ipc.open_stream(partition.batch_ipc).read_next_batch()
-        left = partition.rows
-        while left > 0:
-            out = batch if left >= batch.num_rows else batch.slice(0, left)
-            left -= out.num_rows
-            yield out
+        return _serve(partition)
+
+
+def _plan(endpoints: str, topic: str, batch_rows: int) -> list[InputPartition]:
+    batch, counts = _pulled_batch(endpoints, topic, batch_rows)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, batch.schema) as w:
+        w.write_batch(batch)
+    ipc = sink.getvalue().to_pybytes()
+    return [CeilingPartition(ipc, n) for n in counts]
+
+
+def _serve(partition: InputPartition) -> Iterator[pa.RecordBatch]:
+    assert isinstance(partition, CeilingPartition)
+    batch = pa.ipc.open_stream(partition.batch_ipc).read_next_batch()
+    left = partition.rows
+    while left > 0:
+        out = batch if left >= batch.num_rows else batch.slice(0, left)
+        left -= out.num_rows
+        yield out
+
+
+class CeilingStreamReader(DataSourceStreamReader):
+    """The whole topic as one micro-batch: offset {"batch": 0} before it, {"batch": 1} after it."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        self.reader = CeilingReader(options)
+
+    def initialOffset(self) -> dict:
+        return {"batch": 0}
+
+    def latestOffset(self) -> dict:
+        return {"batch": 1}
+
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        return self.reader.partitions() if start["batch"] < end["batch"] else []
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return _serve(partition)
+
+    def commit(self, end: dict) -> None:
+        pass
 
 
 class CeilingSource(DataSource):
@@ -81,3 +120,6 @@ class CeilingSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return CeilingReader(dict(self.options))
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return CeilingStreamReader(dict(self.options))

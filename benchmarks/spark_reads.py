@@ -48,12 +48,20 @@ def ceiling_read(spark: SparkSession, endpoints: str, topic: str, messages: int)
     return batch_read(spark, endpoints, topic, messages, CEILING_FORMAT)
 
 
-def stream_read(spark: SparkSession, endpoints: str, topic: str, messages: int) -> float:
+def ceiling_stream_read(spark: SparkSession, endpoints: str, topic: str, messages: int) -> float:
+    """The ceiling as a stream: the same batches from memory in one availableNow micro-batch."""
+    spark.dataSource.register(CeilingSource)
+    return stream_read(spark, endpoints, topic, messages, CEILING_FORMAT)
+
+
+def stream_read(
+    spark: SparkSession, endpoints: str, topic: str, messages: int, fmt: str = "rocketmq"
+) -> float:
     """`readStream` + `trigger(availableNow=True)` → `noop` over the whole topic; messages/s from
     `start()` to termination. Fails unless the query's progress reports exactly `messages` rows."""
     checkpoint = tempfile.mkdtemp(prefix="bench-stream-")
     try:
-        df = spark.readStream.format("rocketmq").options(**_reader_options(endpoints, topic)).load()
+        df = spark.readStream.format(fmt).options(**_reader_options(endpoints, topic)).load()
         t0 = time.perf_counter()
         q = (
             df.writeStream.format("noop")
