@@ -18,11 +18,18 @@ def build_partitions(
     ranges: Sequence[OffsetRange],
     queues: Mapping[QueueKey, QueueInfo],
 ) -> list[RangePartition]:
-    """RangePartitions for `ranges` (every queue of the topology in queue order, empty ones included, so
-    the allocation to partition indexes is stable), planned by `allocation.plan_partitions`."""
+    """RangePartitions for `ranges`, planned by `allocation.plan_partitions`.
+
+    The allocation runs over every queue of the topology in queue order, empty ones included, so which
+    queues share a partition does not depend on where messages happen to be. Partitions with nothing to
+    read are then left out, as Kafka's source drops empty offset ranges: a small micro-batch runs one
+    task per queue with new messages instead of one per queue (one stays when all are empty, since
+    Spark plans a batch read with at least one partition)."""
     planned = plan_partitions(
         ranges, opts.num_partitions, opts.max_messages_per_partition, opts.allocate_strategy
     )
+    nonempty = [group for group in planned if any(r.end > r.start for r in group)]
+    planned = nonempty or planned[:1]
     return [
         RangePartition(
             config=opts.client_config,
