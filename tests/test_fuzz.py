@@ -19,7 +19,7 @@ from connector.options import READER_OPTIONS, WRITER_OPTIONS, parse_reader_optio
 
 # FUZZ_EXAMPLES raises the count for a longer bug hunt; the default keeps the suite fast.
 FUZZ = settings(
-    max_examples=int(os.environ.get("FUZZ_EXAMPLES", "100")),
+    max_examples=int(os.environ.get("FUZZ_EXAMPLES", "60")),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
