@@ -294,10 +294,29 @@ def test_broker_down_during_a_write_moves_sends_to_the_other_broker(spark):
         b = emu.broker("broker-b")
         n = 20_000
         df = spark.range(n).selectExpr("CAST(concat('w-', id) AS BINARY) AS body").repartition(2)
-        down = threading.Timer(0.5, lambda: b.set_fault(down=True))
-        up = threading.Timer(3.0, b.clear_faults)
-        down.start()
-        up.start()
+        outage: list[tuple[int, int]] = []  # (stored on broker-a, on broker-b) at down and at up
+        finished = threading.Event()
+
+        def on(broker: str) -> int:
+            return sum(emu.min_max(topic, broker, q)[1] for q in range(QUEUES))
+
+        def stored() -> int:
+            return on("broker-a") + on("broker-b")
+
+        def inject() -> None:
+            """broker-b down once the write is under way (2000 rows stored), up 2 s later."""
+            while not finished.is_set() and stored() < 2000:
+                time.sleep(0.01)
+            if finished.is_set():
+                return
+            b.set_fault(down=True)
+            outage.append((on("broker-a"), on("broker-b")))
+            finished.wait(2.0)
+            outage.append((on("broker-a"), on("broker-b")))
+            b.clear_faults()
+
+        injector = threading.Thread(target=inject, daemon=True)
+        injector.start()
         try:
             (
                 df.write.format("rocketmq")
@@ -310,13 +329,17 @@ def test_broker_down_during_a_write_moves_sends_to_the_other_broker(spark):
                 .save()
             )
         finally:
-            down.cancel()
-            up.cancel()
+            finished.set()
+            injector.join(10)
             b.clear_faults()
+        assert len(outage) == 2 and sum(outage[0]) < n, f"the outage did not overlap the write: {outage}"
+        assert outage[1][1] == outage[0][1], f"broker-b stored messages while down: {outage}"
         tables = read_topic(emu.endpoints, topic)
         got = bodies(tables)
         assert len(got) == n and set(got) == {f"w-{i}".encode() for i in range(n)}, len(got)
         on_b = sum(t.num_rows for (br, _), t in tables.items() if br == "broker-b")
         print(
-            f"[reliability-stream] broker down during a write: {n} rows exact, {on_b} on broker-b", flush=True
+            f"[reliability-stream] broker down during a write: {n} rows exact, {outage[1][0] - outage[0][0]} "
+            f"stored on broker-a during the outage (none on broker-b), {on_b} on broker-b in total",
+            flush=True,
         )
