@@ -67,6 +67,7 @@ class Ledger:
     pop_sent: dict[str, float] = field(default_factory=dict)  # id -> due time (0 when not delayed)
     half_sent: set[str] = field(default_factory=set)  # transactional, resolved COMMIT by the checker
     pop_acked: set[str] = field(default_factory=set)
+    ack_unknown: set[str] = field(default_factory=set)  # ack sent, the broker died before answering
     redelivered_after_ack: list[str] = field(default_factory=list)
     early: list[str] = field(default_factory=list)  # delayed messages received before their time
     errors: list[str] = field(default_factory=list)  # unexpected failures inside the threads
@@ -203,8 +204,11 @@ def receive_and_ack(ledger: Ledger, consumer: SimpleConsumer, stop: threading.Ev
                 ledger.early.append(m.message_id)
         if stop is not None and stop.is_set():
             return
+        with ledger.lock:
+            ledger.ack_unknown.add(m.message_id)
         consumer.ack(m)
         with ledger.lock:
+            ledger.ack_unknown.discard(m.message_id)
             ledger.pop_acked.add(m.message_id)
 
 
@@ -287,8 +291,13 @@ def drain_pop(ledger: Ledger, consumer: SimpleConsumer, timeout: float) -> None:
     deadline = time.time() + timeout
     while not expected <= ledger.pop_acked and time.time() < deadline:
         receive_and_ack(ledger, consumer)
-    missing = expected - ledger.pop_acked
-    assert not missing, f"{len(missing)} POP messages never delivered, e.g. {sorted(missing)[:3]}"
+    # An ack cut by the kill may or may not have been stored: such a message may not come back.
+    missing = expected - ledger.pop_acked - ledger.ack_unknown
+    kinds = {
+        m: "half" if m in ledger.half_sent else "delayed" if ledger.pop_sent.get(m) else "normal"
+        for m in missing
+    }
+    assert not missing, f"{len(missing)} POP messages never delivered: {sorted(kinds.items())[:5]}"
 
 
 # ------------------------------------------------------------------------------------------ the test
@@ -382,7 +391,8 @@ def test_kill9_at_random_points_loses_nothing_acknowledged(tmp_path):
     total = checked + len(ledger.pop_acked)
     print(
         f"[reliability-kill] messages checked={total} (log {checked}, pop {len(ledger.pop_acked)}, "
-        f"delayed {sum(1 for v in ledger.pop_sent.values() if v)}, half {len(ledger.half_sent)}), "
+        f"delayed {sum(1 for v in ledger.pop_sent.values() if v)}, half {len(ledger.half_sent)}, "
+        f"acks cut by a kill {len(ledger.ack_unknown)}), "
         f"kill points={kill_points}, seed={seed}, {time.time() - t0:.1f} s",
         flush=True,
     )
