@@ -69,6 +69,10 @@ class EmulatorServer:
                 ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                 ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
                 ("grpc.so_reuseport", 0),
+                # gRPC core sheds RPCs (CANCELLED) once ~1000 wait to be picked up by the event loop; a burst
+                # of long polls is normal traffic here, bounded by max_held_requests instead.
+                ("grpc.server.max_pending_requests", max(1000, self.config.max_held_requests)),
+                ("grpc.server.max_pending_requests_hard_limit", max(3000, 2 * self.config.max_held_requests)),
             ]
         )
         messaging = MessagingService(self.cluster, b, polling)
