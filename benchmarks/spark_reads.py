@@ -82,12 +82,20 @@ def stream_read(
 
 
 def latency(
-    spark: SparkSession, endpoints: str, topic: str, samples: int, interval_s: float
+    spark: SparkSession,
+    endpoints: str,
+    topic: str,
+    samples: int,
+    interval_s: float,
+    options: dict[str, str] | None = None,
+    warmup: int = 20,
 ) -> tuple[float, float]:
-    """Send → visible in a `foreachBatch` (trigger processingTime 0 s), p50 and p99 in seconds.
+    """Send → visible in a `foreachBatch` (trigger processingTime 0 s), p50 and p99 in seconds; `options`
+    are extra reader options.
 
-    A thread sends `samples` single messages `interval_s` apart, each body its send time; the batch
-    function takes each body's age once its rows are collected on the driver."""
+    A thread sends `warmup` and then `samples` single messages `interval_s` apart, each body its send time;
+    the batch function takes each body's age once its rows are collected on the driver. The warm-up ones
+    (body prefixed `w`) let the query's Python workers start and are not counted."""
     from connector.options import parse_writer_options
     from connector.producer import Producer
     from connector.sink_rows import RowEncoder
@@ -98,12 +106,12 @@ def latency(
     def on_batch(df, _batch_id: int) -> None:  # type: ignore[no-untyped-def]
         rows = df.select("body").collect()
         now = time.time()
-        seen.extend(now - float(r.body.decode()) for r in rows)
+        seen.extend(now - float(r.body) for r in rows if not r.body.startswith(b"w"))
         if len(seen) >= samples:
             done.set()
 
     checkpoint = tempfile.mkdtemp(prefix="bench-latency-")
-    opts = {**_reader_options(endpoints, topic), "startingOffsets": "latest"}
+    opts = {**_reader_options(endpoints, topic), "startingOffsets": "latest", **(options or {})}
     q = (
         spark.readStream.format("rocketmq")
         .options(**opts)
@@ -119,8 +127,8 @@ def latency(
             time.sleep(0.05)
         wopts = parse_writer_options({"endpoints": endpoints, "topic": topic})
         producer, encoder = Producer(wopts), RowEncoder({"body": "body"}, topic, "", wopts.max_message_size)
-        for i in range(samples):
-            body = pa.array([repr(time.time()).encode()], pa.binary())
+        for i in range(warmup + samples):
+            body = pa.array([("w" if i < warmup else "").encode() + repr(time.time()).encode()], pa.binary())
             for rows in encoder.encode(pa.record_batch([body], names=["body"]), i):
                 producer.send(rows)
             producer.flush()
