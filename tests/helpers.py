@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
 from google.protobuf import duration_pb2, timestamp_pb2
 from rocketmq.grpc_protocol import definition_pb2 as d
 from rocketmq.grpc_protocol import service_pb2 as s
@@ -307,3 +308,27 @@ def percentile(values: Sequence[float], p: float) -> float:
         raise ValueError("no values")
     rank = max(1, min(len(ordered), math.ceil(p / 100.0 * len(ordered))))
     return ordered[rank - 1]
+
+
+def read_queue(endpoint: str, topic: str, queue_id: int, batch: int = 10_000) -> pa.Table | None:
+    """Every stored message of one queue (BulkPull from offset 0 until MESSAGE_NOT_FOUND), or None."""
+    import grpc
+
+    from connector.protocol import pb_grpc
+
+    tables, offset = [], 0
+    with grpc.insecure_channel(endpoint, options=[("grpc.max_receive_message_length", 64 << 20)]) as ch:
+        stub = pb_grpc.EmulatorServiceStub(ch)
+        while True:
+            r = stub.BulkPull(
+                pb.BulkPullRequest(
+                    group="verify", topic=topic, queue_id=queue_id, offset=offset, max_messages=batch
+                ),
+                timeout=30,
+            )
+            if r.code != d.OK:
+                assert r.code == d.MESSAGE_NOT_FOUND, r.message
+                break
+            tables.append(ipc_to_table(r.arrow_ipc))
+            offset = r.next_offset
+    return pa.concat_tables(tables) if tables else None

@@ -12,9 +12,8 @@ from rocketmq.grpc_protocol import definition_pb2 as d
 from rocketmq.grpc_protocol import service_pb2 as s
 from rocketmq.grpc_protocol import service_pb2_grpc as sg
 
-from broker_emulator.store.records import ipc_to_table
-from connector.protocol import pb, pb_grpc
 from tests.emulator_proc import EmulatorProcess
+from tests.helpers import read_queue
 
 TOPIC = "durable"
 QUEUES = 4
@@ -58,30 +57,18 @@ def _read_all(endpoints: list[str]) -> dict[str, list[tuple[str, int, int]]]:
     seen: dict[str, list[tuple[str, int, int]]] = {}
     for i, ep in enumerate(endpoints):
         broker = "broker-" + "ab"[i]
-        with grpc.insecure_channel(ep, options=[("grpc.max_receive_message_length", 64 << 20)]) as ch:
-            stub = pb_grpc.EmulatorServiceStub(ch)
-            for q in range(QUEUES):
-                offset = 0
-                while True:
-                    r = stub.BulkPull(
-                        pb.BulkPullRequest(
-                            group="verify", topic=TOPIC, queue_id=q, offset=offset, max_messages=10000
-                        ),
-                        timeout=30,
-                    )
-                    if r.code != d.OK:
-                        assert r.code == d.MESSAGE_NOT_FOUND, r.message
-                        break
-                    t = ipc_to_table(r.arrow_ipc)
-                    for mid, off, body in zip(
-                        t.column("message_id").to_pylist(),
-                        t.column("queue_offset").to_pylist(),
-                        t.column("body").to_pylist(),
-                        strict=True,
-                    ):
-                        assert body == mid.encode() * 3
-                        seen.setdefault(mid, []).append((broker, q, off))
-                    offset = r.next_offset
+        for q in range(QUEUES):
+            t = read_queue(ep, TOPIC, q)
+            if t is None:
+                continue
+            for mid, off, body in zip(
+                t.column("message_id").to_pylist(),
+                t.column("queue_offset").to_pylist(),
+                t.column("body").to_pylist(),
+                strict=True,
+            ):
+                assert body == mid.encode() * 3
+                seen.setdefault(mid, []).append((broker, q, off))
     return seen
 
 

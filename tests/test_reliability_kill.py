@@ -35,10 +35,9 @@ from connector.client import QueueInfo, close_clients, get_client
 from connector.config import ClientConfig
 from connector.options import parse_writer_options
 from connector.producer import Producer as ConnectorProducer
-from connector.protocol import pb, pb_grpc
-from connector.protocol.wire import decode_payload
 from connector.sink_rows import RowEncoder
 from tests.emulator_proc import EmulatorProcess
+from tests.helpers import read_queue
 from tests.test_consumption import Checker
 
 pytestmark = pytest.mark.reliability
@@ -222,29 +221,15 @@ def read_log(endpoints: list[str]) -> dict[tuple[str, int], pa.Table]:
     """Every stored message of the log topic per (broker, queue), checking offsets are dense from 0."""
     out = {}
     for broker, ep in zip(BROKERS, endpoints, strict=True):
-        with grpc.insecure_channel(ep, options=[("grpc.max_receive_message_length", 64 << 20)]) as ch:
-            stub = pb_grpc.EmulatorServiceStub(ch)
-            for q in range(QUEUES):
-                tables, offset = [], 0
-                while True:
-                    r = stub.BulkPull(
-                        pb.BulkPullRequest(
-                            group="verify", topic=LOG_TOPIC, queue_id=q, offset=offset, max_messages=20000
-                        ),
-                        timeout=30,
-                    )
-                    if r.code != d.OK:
-                        assert r.code == d.MESSAGE_NOT_FOUND, r.message
-                        break
-                    tables.append(decode_payload(r.arrow_ipc).select(["queue_offset", "message_id", "body"]))
-                    offset = r.next_offset
-                t = pa.concat_tables(tables) if tables else None
-                n = 0 if t is None else t.num_rows
-                if t is not None:
-                    assert t.column("queue_offset").to_pylist() == list(range(n)), (
-                        f"{broker}/{q}: offsets not dense"
-                    )
-                out[(broker, q)] = t
+        for q in range(QUEUES):
+            t = read_queue(ep, LOG_TOPIC, q, batch=20_000)
+            if t is not None:
+                t = t.select(["queue_offset", "message_id", "body"])
+                n = t.num_rows
+                assert t.column("queue_offset").to_pylist() == list(range(n)), (
+                    f"{broker}/{q}: offsets not dense"
+                )
+            out[(broker, q)] = t
     return out
 
 
