@@ -201,7 +201,6 @@ class PopService:
                 continue
             if r.status != FOUND or r.table is None:
                 return
-            self._set_offset(group, source, qid, r.next_offset)
             rows = r.table
             offsets = rows.column("queue_offset").to_pylist()
             ids = rows.column("message_id").to_pylist()
@@ -228,6 +227,9 @@ class PopService:
                         ),
                     )
                 tables.append(t)
+            # Only now, with every popped message recorded in flight (or dead-lettered), may the offset
+            # move past them: a kill -9 in between then re-delivers (at least once) instead of losing.
+            self._set_offset(group, source, qid, r.next_offset)
             return
 
     def _add(self, inf: InFlight) -> None:
@@ -284,9 +286,8 @@ class PopService:
     def change_invisible(self, group: str, handle: str, invisible_ms: int) -> tuple[InFlight, str]:
         """Replaces the handle: visible again `invisible_ms` from now (the old handle stops working)."""
         inf = self._lookup(group, handle)
-        self._remove(inf.key)
         new = InFlight(**{**asdict(inf), "pop_time": int(time.time() * 1000), "invisible_ms": invisible_ms})
-        self._add(new)
+        self._add(new)  # same key: one journal write replaces the record (and its timer)
         return new, new.handle(self.broker_name)
 
     def forward_to_dlq(self, group: str, handle: str) -> InFlight:
@@ -302,27 +303,31 @@ class PopService:
         inf = self.inflight.get(key)
         if inf is None or inf.pop_time != pop_time:
             return
-        self._remove(key)
+        # The in-flight record goes last: a kill -9 before it re-does the revive (at least once).
         if inf.fifo:
             # Orderly: the same offsets are popped again, with one more attempt counted.
             self.fifo_attempts.set(key, inf.reconsume_times + 1)
             current = self.pop_offset(inf.group, inf.source, inf.queue_id)
             if inf.offset < current:
                 self._set_offset(inf.group, inf.source, inf.queue_id, inf.offset)
+            self._remove(key)
             self.store.notify_waiters(inf.source, inf.queue_id)
             return
         r = self.store.get(inf.source, inf.queue_id, inf.offset, 1)
         if r.table is None or not r.count:
             log.warning("%s: cannot revive %s, the message is gone (retention)", self.broker_name, key)
+            self._remove(key)
             return
         row = r.table.slice(0, 1)
         if inf.reconsume_times + 1 >= self.max_attempts(inf.group):
             self._dead_letter(inf.group, inf.topic, row, inf.message_id, reconsume=inf.reconsume_times + 1)
+            self._remove(key)
             return
         retry = retry_topic(inf.group, inf.topic)
         if retry not in self.store.topics:
             self.store.create_topic(retry, 1)
         self.store.append(retry, 0, columns_of(row, inf.reconsume_times + 1, {PROP_RETRY_TOPIC: inf.topic}))
+        self._remove(key)
         self.revived += 1
 
     def _dead_letter(
