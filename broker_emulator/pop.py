@@ -105,9 +105,20 @@ class PopService:
         self.inflight_table = JournaledTable(data_dir, "popInflight")
         self.fifo_attempts = JournaledTable(data_dir, "popFifoAttempts")
         self.inflight: dict[str, InFlight] = {k: InFlight(**v) for k, v in self.inflight_table.data.items()}
+        self._drop_unfinished_pops()
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self.revived = 0
         self.dead_lettered = 0
+
+    def _drop_unfinished_pops(self) -> None:
+        """A pop records its messages in flight and then moves its offset past them; records at or past
+        their queue's pop offset come from a pop a crash cut in between (its reply never left). The
+        queue serves those messages again, so reviving the records too would deliver them twice."""
+        for key, inf in list(self.inflight.items()):
+            done = self.offsets.get(self._offset_key(inf.group, inf.source, inf.queue_id))
+            if done is None or inf.offset >= done:
+                del self.inflight[key]
+                self.inflight_table.delete(key)
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
         """Schedules the revive of every in-flight message (also those recovered from disk)."""
