@@ -36,8 +36,12 @@ class DelayService:
         return base, end
 
     def _deliver(self, key: str) -> None:
-        p = self.held.take(key)
-        if p is not None and self.held.release(p) is not None:
+        p = self.held.pending.get(key)
+        if p is None:
+            return
+        released = self.held.release(p)  # appended before the record goes: a crash re-delivers, never loses
+        self.held.take(key)
+        if released is not None:
             self.delivered += 1
 
     @property

@@ -65,15 +65,16 @@ class TransactionService:
 
     def end(self, transaction_id: str, commit: bool) -> Parked | None:
         """Resolves a transaction; None when the id is unknown (already resolved or never prepared)."""
-        p = self.held.take(transaction_id)
+        p = self.held.pending.get(transaction_id)
         if p is None:
             return None
         self.held.cancel(transaction_id)
         if commit:
-            self.held.release(p)
+            self.held.release(p)  # appended before the record goes: a crash re-commits, never loses
             self.committed += 1
         else:
             self.rolled_back += 1
+        self.held.take(transaction_id)
         return p
 
     def _check(self, key: str) -> None:
