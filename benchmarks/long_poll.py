@@ -11,13 +11,13 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import grpc
-from rocketmq.grpc_protocol import definition_pb2 as d
-from rocketmq.grpc_protocol import service_pb2 as s
-from rocketmq.grpc_protocol import service_pb2_grpc as sg
 
 from connector.client import PullStatus, get_client
 from connector.config import ClientConfig
-from connector.protocol import pb, pb_grpc
+from rocketmq_protocol.extension import pb, pb_grpc
+from rocketmq_protocol.grpc_v2 import definition_pb2 as d
+from rocketmq_protocol.grpc_v2 import service_pb2 as s
+from rocketmq_protocol.grpc_v2 import service_pb2_grpc as sg
 
 HOLD_MS = 5000
 MD = [("x-mq-client-id", "bench-poll@1"), ("x-mq-queue-id-explicit", "true")]

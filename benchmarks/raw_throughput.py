@@ -24,14 +24,14 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import grpc
-from rocketmq.grpc_protocol import definition_pb2 as d
-from rocketmq.grpc_protocol import service_pb2 as s
-from rocketmq.grpc_protocol import service_pb2_grpc as sg
 
-from broker_emulator.store.records import ipc_to_table
 from connector.client import PullStatus, QueueInfo, get_client
 from connector.config import ClientConfig
-from connector.protocol import pb, pb_grpc
+from rocketmq_protocol.extension import pb, pb_grpc
+from rocketmq_protocol.extension.arrow_payload import decode_payload as ipc_to_table
+from rocketmq_protocol.grpc_v2 import definition_pb2 as d
+from rocketmq_protocol.grpc_v2 import service_pb2 as s
+from rocketmq_protocol.grpc_v2 import service_pb2_grpc as sg
 
 TOPIC = "bench"
 WARMUP_TOPIC = "bench-warmup"

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from rocketmq.grpc_protocol import definition_pb2 as d
+from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 
 log = logging.getLogger(__name__)
 

@@ -11,15 +11,15 @@ import uuid
 from collections.abc import Sequence
 
 import grpc
-from rocketmq.grpc_protocol import definition_pb2 as d
-from rocketmq.grpc_protocol import service_pb2 as s
-from rocketmq.grpc_protocol import service_pb2_grpc as sg
 
-from connector.protocol import pb, pb_grpc
+from rocketmq_protocol.extension import pb, pb_grpc
+from rocketmq_protocol.extension.arrow_payload import decode_payload as ipc_to_table
+from rocketmq_protocol.grpc_v2 import definition_pb2 as d
+from rocketmq_protocol.grpc_v2 import service_pb2 as s
+from rocketmq_protocol.grpc_v2 import service_pb2_grpc as sg
 
 from .acl import signed_headers
 from .services.messaging import EXPLICIT_QUEUE_HEADER
-from .store.records import ipc_to_table
 
 
 class AdminError(Exception):

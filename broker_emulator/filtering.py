@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from connector.protocol.hashing import java_string_hash
+from rocketmq_protocol.hashing import java_string_hash
 
 FILTER_TAG = 1
 FILTER_SQL = 2

@@ -8,7 +8,7 @@ import logging
 
 import grpc
 
-from connector.protocol import pb_grpc
+from rocketmq_protocol.extension import pb_grpc
 
 from .cluster import Cluster, ClusterConfig
 from .long_polling import LongPollingService

@@ -10,7 +10,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from rocketmq.grpc_protocol import service_pb2 as s
+from rocketmq_protocol.grpc_v2 import service_pb2 as s
 
 from .held import HeldMessages, Parked
 from .store.message_store import MessageStore

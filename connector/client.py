@@ -1,7 +1,7 @@
 """The connector's gRPC client: routes, queue offsets, group offsets and pulls over `apache.rocketmq.v2`.
 
 Pulls use the emulator's BulkPull extension (one Arrow IPC payload per call) when `protocol` allows and
-the endpoint serves it, else the standard PullMessage stream, converted to the same `WIRE_SCHEMA` table.
+the endpoint serves it, else the standard PullMessage stream, converted to the same `MESSAGE_SCHEMA` table.
 Clients hold gRPC channels, so they are never pickled: `get_client(config)` creates one lazily per process
 (keyed by the picklable `ClientConfig`) and reuses it across tasks of a reused Python worker.
 """
@@ -27,6 +27,14 @@ from typing import Any, NamedTuple, TypeVar
 import grpc
 import pyarrow as pa
 
+from rocketmq_protocol.extension import pb, pb_grpc
+from rocketmq_protocol.extension.arrow_payload import decode_payload
+from rocketmq_protocol.grpc_v2 import definition_pb2 as d
+from rocketmq_protocol.grpc_v2 import service_pb2 as s
+from rocketmq_protocol.grpc_v2 import service_pb2_grpc
+from rocketmq_protocol.hashing import java_string_hash
+from rocketmq_protocol.message_schema import MESSAGE_SCHEMA
+
 from .config import FILTER_SQL, ClientConfig, FilterSpec
 from .errors import (
     FORBIDDEN,
@@ -38,12 +46,6 @@ from .errors import (
     code_name,
 )
 from .offsets import QueueKey, queue_sort_key
-from .protocol import pb, pb_grpc
-from .protocol.hashing import java_string_hash
-from .protocol.v2 import definition_pb2 as d
-from .protocol.v2 import service_pb2 as s
-from .protocol.v2 import service_pb2_grpc
-from .protocol.wire import WIRE_SCHEMA, decode_payload
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +108,7 @@ class PullStatus(StrEnum):
 
 @dataclass(frozen=True)
 class PullResult:
-    """One pull: status, the next offset to ask for, the messages (WIRE_SCHEMA) and the protocol used.
+    """One pull: status, the next offset to ask for, the messages (MESSAGE_SCHEMA) and the protocol used.
 
     `min_offset`/`max_offset` come with bulk pulls; PullMessage does not report them (None).
     """
@@ -404,7 +406,7 @@ class RocketMQClient:
         long_polling_ms: int = 0,
         max_bytes: int = 0,
     ) -> PullResult:
-        """Up to `max_messages` from `offset` of `queue`, as a WIRE_SCHEMA table.
+        """Up to `max_messages` from `offset` of `queue`, as a MESSAGE_SCHEMA table.
 
         `protocol`: `bulk` (BulkPull only), `standard` (PullMessage only) or `auto` (BulkPull unless the
         endpoint answered UNIMPLEMENTED to it before). Transient errors are retried within `timeout_ms`.
@@ -470,7 +472,7 @@ class RocketMQClient:
             on_unimplemented=unimplemented,
         )
         status = _pull_status(resp.code, resp.message, offset, resp.next_offset, endpoint, "BulkPull")
-        table = decode_payload(resp.arrow_ipc) if resp.arrow_ipc else WIRE_SCHEMA.empty_table()
+        table = decode_payload(resp.arrow_ipc) if resp.arrow_ipc else MESSAGE_SCHEMA.empty_table()
         return PullResult(status, resp.next_offset, resp.min_offset, resp.max_offset, table, PROTOCOL_BULK)
 
     def _standard_pull(
@@ -579,8 +581,8 @@ def _body(m: d.Message) -> bytes:
 
 
 def messages_to_table(messages: Sequence[d.Message]) -> pa.Table:
-    """v2 Messages (PullMessage frames) → a table of the bulk-pull WIRE_SCHEMA."""
-    cols: dict[str, list[Any]] = {name: [] for name in WIRE_SCHEMA.names}
+    """v2 Messages (PullMessage frames) → a table of the bulk-pull MESSAGE_SCHEMA."""
+    cols: dict[str, list[Any]] = {name: [] for name in MESSAGE_SCHEMA.names}
     for m in messages:
         sp = m.system_properties
         tag = sp.tag if sp.HasField("tag") else None
@@ -602,7 +604,7 @@ def messages_to_table(messages: Sequence[d.Message]) -> pa.Table:
         )
         cols["message_type"].append(sp.message_type)
         cols["tag_code"].append(java_string_hash(tag) if tag else 0)
-    return pa.Table.from_pydict(cols, schema=WIRE_SCHEMA)
+    return pa.Table.from_pydict(cols, schema=MESSAGE_SCHEMA)
 
 
 # ------------------------------------------------------------------------------------------ per-process cache

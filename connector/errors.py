@@ -67,7 +67,7 @@ class RetriesExhaustedError(ConnectorError):
 
 def code_name(code: int) -> str:
     """The apache.rocketmq.v2 `Code` name of a number (`CODE_<n>` when unknown)."""
-    from .protocol.v2 import definition_pb2
+    from rocketmq_protocol.grpc_v2 import definition_pb2
 
     try:
         return definition_pb2.Code.Name(code)

@@ -10,12 +10,13 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
+from rocketmq_protocol.grpc_v2 import definition_pb2 as d
+
 from .client import QueueInfo, RocketMQClient
 from .data_loss import report_data_loss
 from .errors import ConnectorError, OptionError, RocketMQError
 from .offsets import EARLIEST, LATEST, QueueKey, sort_queues
 from .options import OffsetSpec, ReaderOptions
-from .protocol.v2 import definition_pb2 as d
 
 log = logging.getLogger(__name__)
 

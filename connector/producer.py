@@ -34,11 +34,12 @@ from dataclasses import dataclass, field
 import grpc
 import numpy as np
 
+from rocketmq_protocol.grpc_v2 import definition_pb2 as d
+from rocketmq_protocol.hashing import guava_consistent_hash, java_string_hash
+
 from .client import TRANSIENT_GRPC, RocketMQClient, get_client
 from .errors import SendFailedError, code_name
 from .options import WriterOptions
-from .protocol.hashing import guava_consistent_hash, java_string_hash
-from .protocol.v2 import definition_pb2 as d
 from .queue_selector import LatencyFaultTolerance, MessageQueueRef, QueueSelector, TopicPublishInfo
 from .send_encoding import encode_request, message_headers, queue_id_field
 from .sink_rows import QUEUE_FIELD_SIZE, EncodedRows

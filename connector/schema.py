@@ -136,7 +136,7 @@ def _convert(
 def to_record_batches(
     table: pa.Table | pa.RecordBatch, topic: str, broker: str, queue_id: int
 ) -> list[pa.RecordBatch]:
-    """A pulled table (`connector.protocol.wire.WIRE_SCHEMA`) of one queue → RecordBatches of ARROW_SCHEMA.
+    """A pulled table (`rocketmq_protocol.message_schema.MESSAGE_SCHEMA`) of one queue → RecordBatches of ARROW_SCHEMA.
 
     Columns are cast or repeated as whole arrays (no per-message Python); empty input gives no batches.
     """

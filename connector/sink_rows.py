@@ -20,15 +20,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .errors import SinkInputError
-from .options import NAME_PATTERN, TOPIC_MAX_LENGTH
-from .protocol.limits import (
+from rocketmq_protocol.limits import (
     MAX_DELAY_MS,
     MAX_MESSAGE_GROUP_BYTES,
     MAX_PROPERTIES_BYTES,
     MAX_USER_PROPERTIES,
     RESERVED_PROPERTY_KEYS,
 )
+
+from .errors import SinkInputError
+from .options import NAME_PATTERN, TOPIC_MAX_LENGTH
 from .send_encoding import message_headers, resource_bytes, timestamp_bytes, varint
 from .sink_schema import BODY, DELIVERY_TIMESTAMP, KEYS, MESSAGE_GROUP, PROPERTIES, TAGS, TOPIC
 

@@ -9,10 +9,10 @@ from collections.abc import Callable, Iterator
 
 import grpc
 import pytest
-from rocketmq.grpc_protocol import service_pb2_grpc as sg
 
 from broker_emulator import Emulator
-from connector.protocol import pb_grpc
+from rocketmq_protocol.extension import pb_grpc
+from rocketmq_protocol.grpc_v2 import service_pb2_grpc as sg
 
 # `from helpers import ...` works whether pytest puts tests/ or the project root on sys.path.
 _TESTS_DIR = os.path.dirname(os.path.abspath(__file__))

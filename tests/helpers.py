@@ -14,11 +14,11 @@ from typing import Any
 
 import pyarrow as pa
 from google.protobuf import duration_pb2, timestamp_pb2
-from rocketmq.grpc_protocol import definition_pb2 as d
-from rocketmq.grpc_protocol import service_pb2 as s
 
-from broker_emulator.store.records import ipc_to_table
-from connector.protocol import pb
+from rocketmq_protocol.extension import pb
+from rocketmq_protocol.extension.arrow_payload import decode_payload as ipc_to_table
+from rocketmq_protocol.grpc_v2 import definition_pb2 as d
+from rocketmq_protocol.grpc_v2 import service_pb2 as s
 
 CLIENT_ID = "pytest-emulator-client"
 CLIENT_MD: tuple[tuple[str, str], ...] = (("x-mq-client-id", CLIENT_ID),)
@@ -314,7 +314,7 @@ def read_queue(endpoint: str, topic: str, queue_id: int, batch: int = 10_000) ->
     """Every stored message of one queue (BulkPull from offset 0 until MESSAGE_NOT_FOUND), or None."""
     import grpc
 
-    from connector.protocol import pb_grpc
+    from rocketmq_protocol.extension import pb_grpc
 
     tables, offset = [], 0
     with grpc.insecure_channel(endpoint, options=[("grpc.max_receive_message_length", 64 << 20)]) as ch:

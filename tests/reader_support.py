@@ -12,8 +12,9 @@ from typing import Any
 
 import grpc
 from helpers import make_message, send
-from rocketmq.grpc_protocol import definition_pb2 as d
-from rocketmq.grpc_protocol import service_pb2_grpc as sg
+
+from rocketmq_protocol.grpc_v2 import definition_pb2 as d
+from rocketmq_protocol.grpc_v2 import service_pb2_grpc as sg
 
 Key = tuple[str, int, int]  # (brokerName, queueId, queueOffset)
 SEND_CHUNK = 1000  # messages per SendMessage request

@@ -1,5 +1,5 @@
 """connector.client against the real emulator over gRPC: routes, queue and group offsets, bulk and standard
-pulls (same WIRE_SCHEMA table), fallback when BulkPull is missing, the clear error when PullMessage is
+pulls (same MESSAGE_SCHEMA table), fallback when BulkPull is missing, the clear error when PullMessage is
 missing (Apache's proxy), retries of transient failures, in-band errors, headers and the process cache."""
 
 from __future__ import annotations
@@ -18,9 +18,6 @@ import grpc
 import pyarrow as pa
 import pytest
 from helpers import endpoints_by_broker, make_message, send, send_to_queue, unique_name
-from rocketmq.grpc_protocol import definition_pb2 as d
-from rocketmq.grpc_protocol import service_pb2 as s
-from rocketmq.grpc_protocol import service_pb2_grpc as sg
 
 from broker_emulator import Emulator
 from connector.client import (
@@ -35,7 +32,10 @@ from connector.config import ClientConfig, FilterSpec
 from connector.errors import ConnectorError, RetriesExhaustedError, RocketMQError, UnsupportedEndpointError
 from connector.offsets import QueueKey
 from connector.options import parse_reader_options
-from connector.protocol.wire import WIRE_SCHEMA
+from rocketmq_protocol.grpc_v2 import definition_pb2 as d
+from rocketmq_protocol.grpc_v2 import service_pb2 as s
+from rocketmq_protocol.grpc_v2 import service_pb2_grpc as sg
+from rocketmq_protocol.message_schema import MESSAGE_SCHEMA
 
 GROUP = "connector-client-test"
 BROKER_A = "broker-a"
@@ -125,7 +125,7 @@ def test_pull_statuses(emulator, topic, client, queue_a0, v2_stub, protocol: str
     _fill(v2_stub, emulator, topic, 10, tags=["TagA"] * 3 + ["TagB"] * 7)
     r = client.pull(queue_a0, 3, 4, group=GROUP, protocol=protocol)
     assert r.status == PullStatus.FOUND and r.next_offset == 7
-    assert r.table.schema == WIRE_SCHEMA and r.table.column("queue_offset").to_pylist() == [3, 4, 5, 6]
+    assert r.table.schema == MESSAGE_SCHEMA and r.table.column("queue_offset").to_pylist() == [3, 4, 5, 6]
     assert r.protocol == ("standard" if protocol == "standard" else "bulk")
     at_end = client.pull(queue_a0, 10, 4, group=GROUP, protocol=protocol)
     assert (at_end.status, at_end.next_offset, at_end.table.num_rows) == (PullStatus.NO_NEW_MSG, 10, 0)
@@ -363,7 +363,7 @@ def test_get_client_is_cached_per_config_and_not_picklable(emulator) -> None:
 def test_messages_to_table_empty() -> None:
     from connector.client import messages_to_table
 
-    assert messages_to_table([]).schema == WIRE_SCHEMA
+    assert messages_to_table([]).schema == MESSAGE_SCHEMA
     assert isinstance(messages_to_table([]), pa.Table)
 
 

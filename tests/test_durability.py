@@ -8,10 +8,10 @@ import time
 import uuid
 
 import grpc
-from rocketmq.grpc_protocol import definition_pb2 as d
-from rocketmq.grpc_protocol import service_pb2 as s
-from rocketmq.grpc_protocol import service_pb2_grpc as sg
 
+from rocketmq_protocol.grpc_v2 import definition_pb2 as d
+from rocketmq_protocol.grpc_v2 import service_pb2 as s
+from rocketmq_protocol.grpc_v2 import service_pb2_grpc as sg
 from tests.emulator_proc import EmulatorProcess
 from tests.helpers import read_queue
 

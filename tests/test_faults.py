@@ -15,7 +15,8 @@ from helpers import (
     query_route,
     send,
 )
-from rocketmq.grpc_protocol import definition_pb2 as d
+
+from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 
 FAULTY = "broker-b"
 HEALTHY = "broker-a"

@@ -16,7 +16,8 @@ from helpers import (
     send_to_queue,
     wait_until,
 )
-from rocketmq.grpc_protocol import definition_pb2 as d
+
+from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 
 BROKER = "broker-a"
 TRIES = 100

@@ -8,7 +8,8 @@ from collections import deque
 import pytest
 from helpers import endpoints_by_broker, max_offsets, read_queue_bulk, read_queue_v2, unique_name
 from rocketmq import ClientConfiguration, Credentials, Message, Producer
-from rocketmq.grpc_protocol import definition_pb2 as d
+
+from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 
 N_MESSAGES = 1000
 TAGS = ("TagA", "TagB", "TagC")

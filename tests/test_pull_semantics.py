@@ -21,10 +21,10 @@ from helpers import (
     send_to_queue,
     unique_name,
 )
-from rocketmq.grpc_protocol import definition_pb2 as d
-from rocketmq.grpc_protocol import service_pb2 as s
 
 from broker_emulator import Emulator
+from rocketmq_protocol.grpc_v2 import definition_pb2 as d
+from rocketmq_protocol.grpc_v2 import service_pb2 as s
 
 BROKER = "broker-a"
 

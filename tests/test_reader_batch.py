@@ -12,12 +12,12 @@ from helpers import make_message, send, unique_name, wait_until
 from pyspark.errors import PySparkException
 from pyspark.sql import functions as F
 from reader_support import Producer, Sent, arrow_rows, assert_rows_match, produce, reader
-from rocketmq.grpc_protocol import definition_pb2 as d
-from rocketmq.grpc_protocol import service_pb2_grpc as sg
 
 from connector.allocation import allocate_all
 from connector.client import get_client
 from connector.config import ClientConfig
+from rocketmq_protocol.grpc_v2 import definition_pb2 as d
+from rocketmq_protocol.grpc_v2 import service_pb2_grpc as sg
 
 PER_QUEUE = 12
 BROKERS = ("broker-a", "broker-b")

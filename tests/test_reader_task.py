@@ -14,16 +14,16 @@ from helpers import endpoints_by_broker, send_to_queue, unique_name
 from pyspark.sql.datasource import InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType
-from rocketmq.grpc_protocol import definition_pb2 as d
-from rocketmq.grpc_protocol import service_pb2_grpc as sg
 
 from broker_emulator import Emulator
 from connector.client import QueueInfo
 from connector.config import ClientConfig, FilterSpec
 from connector.errors import DataLossError, OptionError
-from connector.protocol.wire import WIRE_SCHEMA
 from connector.read_task import QueueRange, RangePartition, read_partition
 from connector.schema import ARROW_SCHEMA, SCHEMA, check_user_schema, to_record_batches
+from rocketmq_protocol.grpc_v2 import definition_pb2 as d
+from rocketmq_protocol.grpc_v2 import service_pb2_grpc as sg
+from rocketmq_protocol.message_schema import MESSAGE_SCHEMA
 
 BROKER = "broker-a"
 
@@ -54,7 +54,7 @@ def test_conversion_fills_absent_lists_and_maps_and_keeps_null_timestamps() -> N
             "message_type": pa.array([1, 2], pa.int8()),
             "tag_code": pa.array([84, 0], pa.int32()),
         },
-        schema=WIRE_SCHEMA,
+        schema=MESSAGE_SCHEMA,
     )
     (batch,) = to_record_batches(wire, "t", "broker-b", 3)
     assert batch.schema.equals(ARROW_SCHEMA)
@@ -65,7 +65,7 @@ def test_conversion_fills_absent_lists_and_maps_and_keeps_null_timestamps() -> N
     assert rows[0]["properties"] == [("p", "1")]
     assert rows[0]["deliveryTimestamp"] is None and rows[1]["bornTimestamp"] is None
     assert rows[0]["bornTimestamp"].timestamp() == 1_700_000_000.123
-    assert to_record_batches(WIRE_SCHEMA.empty_table(), "t", "b", 0) == []
+    assert to_record_batches(MESSAGE_SCHEMA.empty_table(), "t", "b", 0) == []
 
 
 def test_user_schema_check() -> None:

@@ -16,11 +16,11 @@ import psutil
 import pytest
 from google.protobuf import duration_pb2
 from helpers import CLIENT_MD, EXPLICIT_MD, make_message, pull_v2, send
-from rocketmq.grpc_protocol import definition_pb2 as d
-from rocketmq.grpc_protocol import service_pb2 as s
-from rocketmq.grpc_protocol import service_pb2_grpc as sg
 
-from connector.protocol import pb, pb_grpc
+from rocketmq_protocol.extension import pb, pb_grpc
+from rocketmq_protocol.grpc_v2 import definition_pb2 as d
+from rocketmq_protocol.grpc_v2 import service_pb2 as s
+from rocketmq_protocol.grpc_v2 import service_pb2_grpc as sg
 from tests.emulator_proc import EmulatorProcess
 
 TOPIC = "garbage"

@@ -27,15 +27,15 @@ from rocketmq import (
     TransactionResolution,
 )
 from rocketmq import FilterExpression as OfficialFilter
-from rocketmq.grpc_protocol import definition_pb2 as d
-from rocketmq.grpc_protocol import service_pb2 as s
-from rocketmq.grpc_protocol import service_pb2_grpc as sg
 
 from connector.client import QueueInfo, close_clients, get_client
 from connector.config import ClientConfig
 from connector.options import parse_writer_options
 from connector.producer import Producer as ConnectorProducer
 from connector.sink_rows import RowEncoder
+from rocketmq_protocol.grpc_v2 import definition_pb2 as d
+from rocketmq_protocol.grpc_v2 import service_pb2 as s
+from rocketmq_protocol.grpc_v2 import service_pb2_grpc as sg
 from tests.emulator_proc import EmulatorProcess
 from tests.helpers import read_queue
 from tests.test_consumption import Checker

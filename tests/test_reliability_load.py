@@ -15,13 +15,13 @@ from collections import defaultdict
 import grpc
 import psutil
 import pytest
-from rocketmq.grpc_protocol import definition_pb2 as d
-from rocketmq.grpc_protocol import service_pb2 as s
-from rocketmq.grpc_protocol import service_pb2_grpc as sg
 
 from connector.allocation import AVERAGELY, allocate
 from connector.client import close_clients, get_client
 from connector.config import ClientConfig
+from rocketmq_protocol.grpc_v2 import definition_pb2 as d
+from rocketmq_protocol.grpc_v2 import service_pb2 as s
+from rocketmq_protocol.grpc_v2 import service_pb2_grpc as sg
 from tests.emulator_proc import EmulatorProcess
 
 pytestmark = pytest.mark.reliability

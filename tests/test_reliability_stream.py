@@ -22,11 +22,11 @@ import grpc
 import pyarrow.parquet as pq
 import pytest
 from helpers import make_message, send, unique_name
-from rocketmq.grpc_protocol import definition_pb2 as d
-from rocketmq.grpc_protocol import service_pb2_grpc as sg
 from writer_support import bodies, read_topic
 
 from broker_emulator import Emulator
+from rocketmq_protocol.grpc_v2 import definition_pb2 as d
+from rocketmq_protocol.grpc_v2 import service_pb2_grpc as sg
 
 pytestmark = pytest.mark.reliability
 

@@ -29,9 +29,6 @@ from rocketmq import (
     Producer,
     SimpleConsumer,
 )
-from rocketmq.grpc_protocol import definition_pb2 as d
-from rocketmq.grpc_protocol import service_pb2 as s
-from rocketmq.grpc_protocol import service_pb2_grpc as sg
 
 from broker_emulator import Emulator
 from broker_emulator.acl import AclError, Denied, authenticate, load_acl, parse_acl, signed_headers
@@ -39,7 +36,10 @@ from broker_emulator.admin import AdminClient, AdminError
 from connector.client import RocketMQClient, close_clients
 from connector.config import ClientConfig
 from connector.errors import RetriesExhaustedError
-from connector.protocol import pb, pb_grpc
+from rocketmq_protocol.extension import pb, pb_grpc
+from rocketmq_protocol.grpc_v2 import definition_pb2 as d
+from rocketmq_protocol.grpc_v2 import service_pb2 as s
+from rocketmq_protocol.grpc_v2 import service_pb2_grpc as sg
 
 SECRET = "s3cr3t-Sk-7f1c9a"  # every account's secret contains this marker, so one grep finds any leak
 WRONG_SECRET = "wr0ng-Sk-5e2b"

@@ -14,17 +14,17 @@ import grpc
 import numpy as np
 import pyarrow as pa
 import pytest
-from rocketmq.grpc_protocol import definition_pb2 as d
-from rocketmq.grpc_protocol import service_pb2 as s
-from rocketmq.grpc_protocol import service_pb2_grpc
 
 from broker_emulator.cluster import Cluster, ClusterConfig
 from broker_emulator.long_polling import LongPollingService
 from broker_emulator.services.converters import send_columns, send_response_bytes, timestamp_ms
 from broker_emulator.services.messaging import MessagingService
 from broker_emulator.store.consume_queue import ConsumeQueue
-from broker_emulator.store.records import WIRE_SCHEMA, MessageColumns, repeated
-from connector.protocol.hashing import java_string_hash
+from broker_emulator.store.records import MESSAGE_SCHEMA, MessageColumns, repeated
+from rocketmq_protocol.grpc_v2 import definition_pb2 as d
+from rocketmq_protocol.grpc_v2 import service_pb2 as s
+from rocketmq_protocol.grpc_v2 import service_pb2_grpc
+from rocketmq_protocol.hashing import java_string_hash
 
 QUEUES = 5
 NOW_MS = 1_700_000_000_000
@@ -311,7 +311,7 @@ def test_message_columns_from_rows_and_from_arrays_agree() -> None:
         )
 
     def typ(name: str) -> pa.DataType:
-        return WIRE_SCHEMA.field(name).type
+        return MESSAGE_SCHEMA.field(name).type
 
     arrays = MessageColumns(
         message_id=pa.array([f"m{i}" for i in range(4)]),

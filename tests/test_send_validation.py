@@ -18,8 +18,9 @@ from helpers import (
     send,
     unique_name,
 )
-from rocketmq.grpc_protocol import definition_pb2 as d
-from rocketmq.grpc_protocol import service_pb2 as s
+
+from rocketmq_protocol.grpc_v2 import definition_pb2 as d
+from rocketmq_protocol.grpc_v2 import service_pb2 as s
 
 BROKER = "broker-a"
 QUEUES = 4

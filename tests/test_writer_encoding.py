@@ -22,17 +22,17 @@ from pyspark.sql.types import (
     StructType,
     TimestampType,
 )
-from rocketmq.grpc_protocol import definition_pb2 as d
-from rocketmq.grpc_protocol import service_pb2 as s
 
 from connector.errors import OptionError, SinkInputError
 from connector.options import parse_writer_options
 from connector.producer import Producer, SendStats, _Request, describe_rows
-from connector.protocol.hashing import guava_consistent_hash, java_string_hash
 from connector.send_encoding import encode_request, queue_id_field, timestamp_bytes, varint, varint_size
 from connector.sink_rows import QUEUE_FIELD_SIZE, EncodedRows, RowEncoder
 from connector.sink_schema import check_arrow_schema, check_spark_schema
 from connector.writer import RocketMQBatchWriter, RocketMQCommitMessage, RocketMQStreamWriter
+from rocketmq_protocol.grpc_v2 import definition_pb2 as d
+from rocketmq_protocol.grpc_v2 import service_pb2 as s
+from rocketmq_protocol.hashing import guava_consistent_hash, java_string_hash
 
 NOW_MS = 1_800_000_000_000
 MAP = pa.map_(pa.string(), pa.string())

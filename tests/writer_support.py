@@ -6,7 +6,7 @@ import pyarrow as pa
 
 from connector.client import PullStatus, get_client
 from connector.config import ClientConfig
-from connector.protocol.wire import WIRE_SCHEMA
+from rocketmq_protocol.message_schema import MESSAGE_SCHEMA
 
 GROUP = "writer-tests"
 
@@ -23,7 +23,7 @@ def read_topic(endpoints: str, topic: str, group: str = GROUP) -> dict[tuple[str
                 break
             tables.append(r.table)
             offset = r.next_offset
-        out[(q.broker, q.queue_id)] = pa.concat_tables(tables) if tables else WIRE_SCHEMA.empty_table()
+        out[(q.broker, q.queue_id)] = pa.concat_tables(tables) if tables else MESSAGE_SCHEMA.empty_table()
     return out
 
 

@@ -7,7 +7,8 @@ from collections.abc import Callable
 from typing import Any
 
 import grpc
-from rocketmq.grpc_protocol import definition_pb2 as d
+
+from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 
 from ..acl import Account, Denied, Need, Perm
 from ..cluster import Cluster

@@ -6,7 +6,8 @@ import asyncio
 import functools
 
 import grpc
-from rocketmq.grpc_protocol import definition_pb2 as d
+
+from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 
 from ..cluster import Broker
 from .access import check_access

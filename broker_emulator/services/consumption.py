@@ -6,8 +6,9 @@ from __future__ import annotations
 import asyncio
 
 from google.protobuf import timestamp_pb2
-from rocketmq.grpc_protocol import definition_pb2 as d
-from rocketmq.grpc_protocol import service_pb2 as s
+
+from rocketmq_protocol.grpc_v2 import definition_pb2 as d
+from rocketmq_protocol.grpc_v2 import service_pb2 as s
 
 from ..cluster import Broker, Cluster, group_error, topic_error
 from ..filtering import FilterError, parse_filter

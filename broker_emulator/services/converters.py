@@ -14,12 +14,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
-from rocketmq.grpc_protocol import definition_pb2 as d
-from rocketmq.grpc_protocol import service_pb2 as s
 
-from connector.protocol.hashing import java_string_hash
+from rocketmq_protocol.grpc_v2 import definition_pb2 as d
+from rocketmq_protocol.grpc_v2 import service_pb2 as s
+from rocketmq_protocol.hashing import java_string_hash
 
-from ..store.records import WIRE_SCHEMA, Column, MessageColumns, repeated
+from ..store.records import MESSAGE_SCHEMA, Column, MessageColumns, repeated
 
 # The official Python client writes milliseconds into Timestamp.seconds; such values are taken as ms.
 _SECONDS_LOOK_LIKE_MS = 100_000_000_000
@@ -362,7 +362,7 @@ def message_types(cols: SendColumns) -> list[int] | None:
     ]
 
 
-_WIRE_TYPES = {f.name: f.type for f in WIRE_SCHEMA}
+_WIRE_TYPES = {f.name: f.type for f in MESSAGE_SCHEMA}
 
 
 def _column(values: list | None, n: int, type_: pa.DataType, default: Any) -> Column:

@@ -5,14 +5,13 @@ from __future__ import annotations
 import json
 import logging
 
-from rocketmq.grpc_protocol import definition_pb2 as d
-
-from connector.protocol import pb, pb_grpc
+from rocketmq_protocol.extension import pb, pb_grpc
+from rocketmq_protocol.extension.arrow_payload import encode_payload
+from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 
 from ..cluster import Broker, Cluster, group_error, topic_error
 from ..filtering import FilterError, parse_filter
 from ..long_polling import LongPollingService
-from ..store.records import batch_to_ipc
 from .access import MUTATING_ADMIN_VERBS, check_access
 from .common import apply_faults, polling_timeout
 from .pulling import pull, pull_status
@@ -58,7 +57,7 @@ class ExtensionService(pb_grpc.EmulatorServiceServicer):
         timeout = polling_timeout(request.long_polling_timeout_ms / 1000.0, context)
         result = await pull(self.store, self.polling, topic, qid, request.offset, n, max_bytes, flt, timeout)
         code, msg = pull_status(result)
-        payload = batch_to_ipc(result.table) if result.table is not None else b""
+        payload = encode_payload(result.table) if result.table is not None else b""
         return pb.BulkPullResponse(
             code=code,
             message=msg,

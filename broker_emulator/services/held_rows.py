@@ -8,7 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from rocketmq.grpc_protocol import definition_pb2 as d
+
+from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 
 from ..store.records import MessageColumns
 

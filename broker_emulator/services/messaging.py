@@ -12,11 +12,11 @@ import grpc
 import numpy as np
 import pyarrow as pa
 from google.protobuf import duration_pb2
-from rocketmq.grpc_protocol import definition_pb2 as d
-from rocketmq.grpc_protocol import service_pb2 as s
-from rocketmq.grpc_protocol import service_pb2_grpc
 
-from connector.protocol.hashing import guava_consistent_hash, java_string_hash
+from rocketmq_protocol.grpc_v2 import definition_pb2 as d
+from rocketmq_protocol.grpc_v2 import service_pb2 as s
+from rocketmq_protocol.grpc_v2 import service_pb2_grpc
+from rocketmq_protocol.hashing import guava_consistent_hash, java_string_hash
 
 from ..cluster import Broker, Cluster, group_error, topic_error
 from ..filtering import FilterError, parse_filter

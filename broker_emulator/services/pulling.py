@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from rocketmq.grpc_protocol import definition_pb2 as d
+from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 
 from ..filtering import MessageFilter
 from ..long_polling import LongPollingService

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from itertools import chain
 
-from rocketmq.grpc_protocol import definition_pb2 as d
-
-from connector.protocol.limits import (
+from rocketmq_protocol.grpc_v2 import definition_pb2 as d
+from rocketmq_protocol.limits import (
     MAX_DELAY_MS,
     MAX_MESSAGE_GROUP_BYTES,
     MAX_PROPERTIES_BYTES,

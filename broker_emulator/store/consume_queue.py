@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .records import WIRE_SCHEMA
+from .records import MESSAGE_SCHEMA
 
 # Appends smaller than MERGE_BELOW rows (e.g. single-message sends) join the last segment while it holds at
 # most MERGE_LIMIT rows; larger appends are segments of their own (never copied).
@@ -84,7 +84,7 @@ class ConsumeQueue:
             self.segments.append(Segment(self.max_offset, [batch], position, size))
             self._bases.append(self.max_offset)
         self.max_offset += n
-        ts = batch.column(WIRE_SCHEMA.get_field_index("store_timestamp"))
+        ts = batch.column(MESSAGE_SCHEMA.get_field_index("store_timestamp"))
         self.last_store_timestamp = ts[n - 1].value
 
     def read(self, offset: int, limit: int) -> pa.Table:
@@ -92,7 +92,7 @@ class ConsumeQueue:
         end = min(offset + limit, self.max_offset)
         offset = max(offset, self.min_offset)
         if end <= offset:
-            return WIRE_SCHEMA.empty_table()
+            return MESSAGE_SCHEMA.empty_table()
         i = max(bisect.bisect_right(self._bases, offset) - 1, 0)
         parts = []
         while i < len(self.segments) and self.segments[i].base < end:
@@ -102,12 +102,12 @@ class ConsumeQueue:
             if hi > lo:
                 parts.append(seg.batch.slice(lo, hi - lo))
             i += 1
-        return pa.Table.from_batches(parts, schema=WIRE_SCHEMA)
+        return pa.Table.from_batches(parts, schema=MESSAGE_SCHEMA)
 
     def search_offset(self, timestamp_ms: int) -> int:
         """First offset whose store timestamp is >= timestamp_ms; max_offset when every message is older."""
         lo_seg = max(bisect.bisect_right(self._bases, self.min_offset) - 1, 0)
-        ts_idx = WIRE_SCHEMA.get_field_index("store_timestamp")
+        ts_idx = MESSAGE_SCHEMA.get_field_index("store_timestamp")
         for seg in self.segments[lo_seg:]:
             if seg.end <= self.min_offset:
                 continue

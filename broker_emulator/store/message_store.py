@@ -12,11 +12,14 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rocketmq_protocol.extension.arrow_payload import decode_payload, encode_payload
+from rocketmq_protocol.message_schema import MESSAGE_SCHEMA
+
 from ..filtering import MATCH_ALL, MessageFilter
 from .commitlog import CommitLog, Record, RecordKind
 from .consume_queue import ConsumeQueue
 from .journal import JournaledTable
-from .records import WIRE_SCHEMA, MessageColumns, batch_to_ipc, ipc_to_table
+from .records import MessageColumns
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +101,7 @@ class MessageStore:
         n = 0
         for rec in self.commitlog.recover():
             if rec.kind == RecordKind.MESSAGES:
-                table = ipc_to_table(rec.payload)
+                table = decode_payload(rec.payload)
                 cq = self.queue(rec.topic, rec.queue_id)
                 if cq.max_offset != rec.base_offset:
                     if cq.max_offset > rec.base_offset:
@@ -168,7 +171,7 @@ class MessageStore:
                 pos = self.commitlog.reserve(size)
             else:
                 pos, size = self.commitlog.append(
-                    RecordKind.MESSAGES, topic, queue_id, base, batch.num_rows, batch_to_ipc(batch)
+                    RecordKind.MESSAGES, topic, queue_id, base, batch.num_rows, encode_payload(batch)
                 )
             cq.append(batch, pos, size)
             self.put_count += batch.num_rows
@@ -314,10 +317,10 @@ class MessageStore:
 
 __all__ = [
     "FOUND",
+    "MESSAGE_SCHEMA",
     "NO_MATCHED_MSG",
     "NO_NEW_MSG",
     "OFFSET_ILLEGAL",
-    "WIRE_SCHEMA",
     "GetResult",
     "MessageStore",
     "TopicConfig",

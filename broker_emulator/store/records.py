@@ -9,17 +9,17 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from connector.protocol.wire import WIRE_SCHEMA, decode_payload
+from rocketmq_protocol.message_schema import MESSAGE_SCHEMA
 
 # Stored segments use the bulk-pull wire schema, so a pull slices them and sends them as they are.
-WIRE_COLUMNS = WIRE_SCHEMA.names
+_COLUMNS = MESSAGE_SCHEMA.names
 
 
 # A stored column as handed to `MessageColumns`: per-row Python values, a NumPy array or an Arrow array.
 Column = list[Any] | np.ndarray | pa.Array
 
-# WIRE_SCHEMA fields a MessageColumns carries (queue_offset and store_timestamp are set by the store).
-_CARRIED_FIELDS = [f for f in WIRE_SCHEMA if f.name not in ("queue_offset", "store_timestamp")]
+# MESSAGE_SCHEMA fields a MessageColumns carries (queue_offset and store_timestamp are set by the store).
+_CARRIED_FIELDS = [f for f in MESSAGE_SCHEMA if f.name not in ("queue_offset", "store_timestamp")]
 
 
 @lru_cache(maxsize=64)
@@ -75,7 +75,7 @@ class MessageColumns:
     """Messages of one (topic, queue) append, held column-wise so a batch is built without per-row objects.
 
     Either filled row by row with `append` (every column a list), or built whole with each column a list,
-    an ndarray or an Arrow array of WIRE_SCHEMA's type (e.g. `repeated(...)` for a value every row shares).
+    an ndarray or an Arrow array of MESSAGE_SCHEMA's type (e.g. `repeated(...)` for a value every row shares).
     `tag_code` is never an Arrow array: the store hands it to arrival listeners, which iterate it as ints.
     """
 
@@ -145,28 +145,4 @@ class MessageColumns:
         arrays = {f.name: _as_array(getattr(self, f.name), f.type) for f in _CARRIED_FIELDS}
         arrays["queue_offset"] = _from_numpy(np.arange(base_offset, base_offset + n), pa.int64())
         arrays["store_timestamp"] = _from_numpy(np.full(n, store_timestamp), pa.timestamp("ms"))
-        return pa.RecordBatch.from_arrays([arrays[name] for name in WIRE_COLUMNS], schema=WIRE_SCHEMA)
-
-
-def batch_to_ipc(batch: pa.RecordBatch | pa.Table) -> bytes:
-    """Serializes a batch or table as one Arrow IPC stream.
-
-    The stream is sized first (a mock write copies nothing) and then written into one buffer of exactly
-    that size, instead of a growing one that is copied at every doubling.
-    """
-
-    def write(sink: pa.NativeFile) -> None:
-        with pa.ipc.new_stream(sink, WIRE_SCHEMA) as writer:
-            if isinstance(batch, pa.Table):
-                writer.write_table(batch)
-            else:
-                writer.write_batch(batch)
-
-    mock = pa.MockOutputStream()
-    write(mock)
-    buf = pa.allocate_buffer(mock.size())
-    write(pa.FixedSizeBufferWriter(buf))
-    return buf.to_pybytes()
-
-
-ipc_to_table = decode_payload  # the reading side is the protocol's: one definition
+        return pa.RecordBatch.from_arrays([arrays[name] for name in _COLUMNS], schema=MESSAGE_SCHEMA)

@@ -1,4 +1,4 @@
-"""Stubs of the emulator's extension service (`rocketmq_emulator.v1`): bulk pull and admin."""
+"""The emulator's extension service `rocketmq_emulator.v1` (BulkPull, Admin): proto, stubs, payload codec."""
 
 from . import emulator_v1_pb2 as pb
 from . import emulator_v1_pb2_grpc as pb_grpc

@@ -1,14 +1,16 @@
-"""Arrow layout of BulkPull payloads (`BulkPullResponse.arrow_ipc`): the extension protocol's wire schema.
+"""The Arrow layout of stored messages: the emulator's consume-queue segments, the bulk-pull payload, and the
+table a client's pull decodes into before the reader turns it into Spark rows.
 
-Topic, broker and queue are implied by the request; timestamps are epoch milliseconds; `tag_code` is
-the Java `String.hashCode` of the tag (0 when untagged); `message_type` is the v2 MessageType number.
+Topic, broker and queue are implied by where the rows come from; timestamps are epoch milliseconds;
+`tag_code` is the Java `String.hashCode` of the tag (0 when untagged); `message_type` is the v2 MessageType
+number (1 NORMAL, 2 FIFO, 3 DELAY, 4 TRANSACTION).
 """
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-WIRE_SCHEMA = pa.schema(
+MESSAGE_SCHEMA = pa.schema(
     [
         ("queue_offset", pa.int64()),
         ("message_id", pa.string()),
@@ -26,8 +28,3 @@ WIRE_SCHEMA = pa.schema(
         ("tag_code", pa.int32()),
     ]
 )
-
-
-def decode_payload(payload: bytes | memoryview) -> pa.Table:
-    """Reads one BulkPull payload (an Arrow IPC stream) without copying the buffers."""
-    return pa.ipc.open_stream(pa.py_buffer(payload)).read_all()
