@@ -13,8 +13,6 @@ logs, reprs or error messages.
 from __future__ import annotations
 
 import enum
-import hashlib
-import hmac
 import json
 import logging
 import os
@@ -26,6 +24,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
+from rocketmq_protocol.signature import (
+    AUTHORIZATION_HEADER,
+    DATE_TIME_FORMAT,
+    DATE_TIME_HEADER,
+    parse_authorization,
+    signature_matches,
+)
 
 log = logging.getLogger(__name__)
 
@@ -33,10 +38,6 @@ log = logging.getLogger(__name__)
 MAX_CLOCK_SKEW_S = 15 * 60
 #: The ACL file's mtime is looked at no more often than this.
 RELOAD_CHECK_INTERVAL_S = 1.0
-AUTHORIZATION_HEADER = "authorization"
-DATE_TIME_HEADER = "x-mq-date-time"
-ALGORITHM = "MQv2-HMAC-SHA1"
-DATE_TIME_FORMAT = "%Y%m%dT%H%M%SZ"
 WILDCARD = "*"
 
 
@@ -171,39 +172,12 @@ def load_acl(path: str) -> Acl:
 
 
 # ------------------------------------------------------------------------------------------ checking
-def sign(secret_key: str, date_time: str) -> str:
-    """HEX(HMAC-SHA1(secret key, x-mq-date-time)): the signature RocketMQ's clients send."""
-    return hmac.new(secret_key.encode("utf-8"), date_time.encode("utf-8"), hashlib.sha1).hexdigest()
-
-
-def signed_headers(access_key: str, secret_key: str, now: float | None = None) -> list[tuple[str, str]]:
-    """The `x-mq-date-time` and `authorization` headers of a request signed as RocketMQ clients do."""
-    date_time = time.strftime(DATE_TIME_FORMAT, time.gmtime(now))
-    signature = sign(secret_key, date_time)
-    return [
-        (DATE_TIME_HEADER, date_time),
-        (
-            AUTHORIZATION_HEADER,
-            f"{ALGORITHM} Credential={access_key}, SignedHeaders={DATE_TIME_HEADER}, Signature={signature}",
-        ),
-    ]
-
-
 def _parse_authorization(value: str) -> tuple[str, str]:
     """(access key, signature) of an `authorization` header; Denied(UNAUTHORIZED) when malformed."""
-    algorithm, _, rest = value.strip().partition(" ")
-    if algorithm != ALGORITHM:
-        raise Denied(d.UNAUTHORIZED, f"authorization header uses {algorithm!r}; expected {ALGORITHM}")
-    fields: dict[str, str] = {}
-    for part in rest.split(","):
-        key, _, val = part.strip().partition("=")
-        fields[key] = val.strip()
-    if "Credential" not in fields or "Signature" not in fields:
-        raise Denied(d.UNAUTHORIZED, "authorization header lacks Credential or Signature")
-    signed = fields.get("SignedHeaders", DATE_TIME_HEADER)
-    if signed.lower() != DATE_TIME_HEADER:
-        raise Denied(d.UNAUTHORIZED, f"authorization signs {signed!r}; expected {DATE_TIME_HEADER}")
-    return fields["Credential"].split("/", 1)[0], fields["Signature"]
+    try:
+        return parse_authorization(value)
+    except ValueError as e:
+        raise Denied(d.UNAUTHORIZED, str(e)) from None
 
 
 def _check_date_time(value: str, now: float) -> None:
@@ -241,7 +215,7 @@ def authenticate(acl: Acl, metadata: Mapping[str, str], now: float | None = None
     if not date_time:
         raise Denied(d.UNAUTHORIZED, f"the request carries no {DATE_TIME_HEADER} header")
     _check_date_time(date_time, time.time() if now is None else now)
-    if not hmac.compare_digest(sign(account.secret_key, date_time), signature.lower()):
+    if not signature_matches(account.secret_key, date_time, signature):
         raise Denied(d.UNAUTHORIZED, f"signature mismatch for access key {access_key!r} (wrong secret key?)")
     return account
 

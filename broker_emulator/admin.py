@@ -17,8 +17,8 @@ from rocketmq_protocol.extension.arrow_payload import decode_payload as ipc_to_t
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from rocketmq_protocol.grpc_v2 import service_pb2 as s
 from rocketmq_protocol.grpc_v2 import service_pb2_grpc as sg
+from rocketmq_protocol.signature import signed_headers
 
-from .acl import signed_headers
 from .services.messaging import EXPLICIT_QUEUE_HEADER
 
 

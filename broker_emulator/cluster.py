@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import threading
 from dataclasses import dataclass, field
+
+from rocketmq_protocol.names import DLQ_PREFIX, RETRY_PREFIX, group_error, topic_error
 
 from .acl import AclGuard
 from .clients import ClientRegistry
@@ -19,20 +20,6 @@ from .transactions import DEFAULT_CHECK_INTERVAL_MS, TransactionService
 
 log = logging.getLogger(__name__)
 
-TOPIC_PATTERN = re.compile(r"^[%a-zA-Z0-9_|-]+$")
-GROUP_PATTERN = re.compile(r"^[%a-zA-Z0-9_|-]+$")
-TOPIC_MAX_LENGTH = 127
-GROUP_MAX_LENGTH = 120
-SYSTEM_TOPICS = {
-    "TBW102",
-    "SCHEDULE_TOPIC_XXXX",
-    "RMQ_SYS_TRANS_HALF_TOPIC",
-    "RMQ_SYS_TRANS_OP_HALF_TOPIC",
-    "BenchmarkTest",
-    "OFFSET_MOVED_EVENT",
-    "SELF_TEST_TOPIC",
-    "RMQ_SYS_TRACE_TOPIC",
-}
 MESSAGE_TYPES = ("NORMAL", "FIFO", "DELAY", "TRANSACTION", "MIXED")
 DEFAULT_MAX_BODY_SIZE = 4 * 1024 * 1024
 
@@ -46,31 +33,6 @@ def broker_name(index: int) -> str:
         i = i // 26 - 1
         if i < 0:
             return f"broker-{letters}"
-
-
-def topic_error(name: str) -> str | None:
-    """Why a topic name is illegal (the proxy's checks), or None."""
-    if not name or not name.strip():
-        return "topic name is blank"
-    if len(name) > TOPIC_MAX_LENGTH and not name.startswith(("%RETRY%", "%DLQ%")):
-        return f"topic name is longer than {TOPIC_MAX_LENGTH} characters"
-    if not TOPIC_PATTERN.match(name):
-        return f"topic name {name!r} contains characters other than [%a-zA-Z0-9_|-]"
-    if name in SYSTEM_TOPICS or name.startswith("rmq_sys_"):
-        return f"topic {name!r} is a system topic"
-    return None
-
-
-def group_error(name: str) -> str | None:
-    if not name or not name.strip():
-        return "consumer group is blank"
-    if len(name) > GROUP_MAX_LENGTH:
-        return f"consumer group is longer than {GROUP_MAX_LENGTH} characters"
-    if not GROUP_PATTERN.match(name):
-        return f"consumer group {name!r} contains characters other than [%a-zA-Z0-9_|-]"
-    if name.startswith("CID_RMQ_SYS_"):
-        return f"consumer group {name!r} is a system group"
-    return None
 
 
 @dataclass
@@ -211,7 +173,7 @@ class Cluster:
         message_type: str = "MIXED",
         brokers: list[str] | None = None,
     ) -> list[TopicConfig]:
-        err = topic_error(name) if not name.startswith(("%RETRY%", "%DLQ%")) else None
+        err = topic_error(name) if not name.startswith((RETRY_PREFIX, DLQ_PREFIX)) else None
         if err:
             raise ValueError(err)
         queues = self.config.default_queues if queues is None else int(queues)

@@ -9,8 +9,6 @@ Clients hold gRPC channels, so they are never pickled: `get_client(config)` crea
 from __future__ import annotations
 
 import gzip
-import hashlib
-import hmac
 import logging
 import os
 import random
@@ -34,6 +32,7 @@ from rocketmq_protocol.grpc_v2 import service_pb2 as s
 from rocketmq_protocol.grpc_v2 import service_pb2_grpc
 from rocketmq_protocol.hashing import java_string_hash
 from rocketmq_protocol.message_schema import MESSAGE_SCHEMA
+from rocketmq_protocol.signature import AUTHORIZATION_HEADER, DATE_TIME_HEADER, authorization, date_time_now
 
 from .config import FILTER_SQL, ClientConfig, FilterSpec
 from .errors import (
@@ -135,10 +134,6 @@ def _client_id() -> str:
     return f"{socket.gethostname()}@{os.getpid()}@{uuid.uuid4().hex}"
 
 
-def _signature(secret_key: str, date_time: str) -> str:
-    return hmac.new(secret_key.encode("utf-8"), date_time.encode("utf-8"), hashlib.sha1).hexdigest()
-
-
 def _millis(ts: Any) -> int:
     return ts.seconds * 1000 + ts.nanos // 1_000_000
 
@@ -195,12 +190,12 @@ class RocketMQClient:
 
     def metadata(self) -> list[tuple[str, str]]:
         """The headers of one call: client identity, date, request id, namespace and the signature."""
-        date_time = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        date_time = date_time_now()
         md = [
             ("x-mq-client-id", self.client_id),
             ("x-mq-language", "PYTHON"),
             ("x-mq-protocol", "v2"),
-            ("x-mq-date-time", date_time),
+            (DATE_TIME_HEADER, date_time),
             ("x-mq-request-id", str(uuid.uuid4())),
         ]
         if self.config.namespace:
@@ -208,9 +203,8 @@ class RocketMQClient:
         if self.config.access_key is not None and self.config.secret_key is not None:
             md.append(
                 (
-                    "authorization",
-                    f"MQv2-HMAC-SHA1 Credential={self.config.access_key}, SignedHeaders=x-mq-date-time, "
-                    f"Signature={_signature(self.config.secret_key, date_time)}",
+                    AUTHORIZATION_HEADER,
+                    authorization(self.config.access_key, self.config.secret_key, date_time),
                 )
             )
         return md

@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from rocketmq_protocol.names import GROUP_MAX_LENGTH, NAME_CHARACTERS, NAME_PATTERN, TOPIC_MAX_LENGTH, is_name
+
 from .allocation import AVERAGELY, AVERAGELY_BY_CIRCLE
 from .config import FILTER_SQL, FILTER_TAG, ClientConfig, FilterSpec
 from .errors import OptionError
@@ -92,9 +94,6 @@ DEFAULT_MAX_IN_FLIGHT = 8  # the §7 harness: ~+20% raw send over 4 (median of 5
 DEFAULT_LATENCY_MAX = (50, 100, 550, 1000, 2000, 3000, 15000)
 DEFAULT_NOT_AVAILABLE_DURATION = (0, 0, 30000, 60000, 120000, 180000, 600000)
 
-NAME_PATTERN = re.compile(r"^[%a-zA-Z0-9_|-]+$")  # the proxy's topic / group character set
-TOPIC_MAX_LENGTH = 127
-GROUP_MAX_LENGTH = 120
 _INT = re.compile(r"^[0-9]{1,19}$")  # at most 19 digits: int64, and far below int()'s digit limit
 _DURATION = re.compile(r"^([0-9]{1,19})\s*([a-z]*)$")
 _DURATION_UNITS_MS = {
@@ -349,8 +348,8 @@ def _endpoints(name: str, raw: str) -> str:
 
 def _resource_name(name: str, raw: str, what: str, max_len: int) -> str:
     text = raw.strip()
-    if not text or len(text) > max_len or not NAME_PATTERN.fullmatch(text):
-        raise _invalid(name, raw, f"a {what} name of 1 to {max_len} characters from [a-zA-Z0-9_%|-]")
+    if not is_name(text, max_len):
+        raise _invalid(name, raw, f"a {what} name of 1 to {max_len} characters from {NAME_CHARACTERS}")
     return text
 
 

@@ -27,9 +27,9 @@ from rocketmq_protocol.limits import (
     MAX_USER_PROPERTIES,
     RESERVED_PROPERTY_KEYS,
 )
+from rocketmq_protocol.names import NAME_CHARACTERS, TOPIC_MAX_LENGTH, is_name
 
 from .errors import SinkInputError
-from .options import NAME_PATTERN, TOPIC_MAX_LENGTH
 from .send_encoding import message_headers, resource_bytes, timestamp_bytes, varint
 from .sink_schema import BODY, DELIVERY_TIMESTAMP, KEYS, MESSAGE_GROUP, PROPERTIES, TAGS, TOPIC
 
@@ -160,11 +160,11 @@ class RowEncoder:
             )
         distinct = pc.unique(topics).to_pylist()
         for t in distinct:
-            if not t.strip() or len(t) > TOPIC_MAX_LENGTH or not NAME_PATTERN.fullmatch(t):
+            if not is_name(t, TOPIC_MAX_LENGTH):
                 raise self._fail(
                     int(rows[_first(pc.equal(topics, t))]),
                     f"topic {t!r} is not a valid topic name "
-                    f"(1 to {TOPIC_MAX_LENGTH} characters from [a-zA-Z0-9_%|-])",
+                    f"(1 to {TOPIC_MAX_LENGTH} characters from {NAME_CHARACTERS})",
                 )
         if len(distinct) == 1:
             return [self._encode(batch, rows, distinct[0])]

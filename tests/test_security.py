@@ -31,7 +31,7 @@ from rocketmq import (
 )
 
 from broker_emulator import Emulator
-from broker_emulator.acl import AclError, Denied, authenticate, load_acl, parse_acl, signed_headers
+from broker_emulator.acl import AclError, Denied, authenticate, load_acl, parse_acl
 from broker_emulator.admin import AdminClient, AdminError
 from connector.client import RocketMQClient, close_clients
 from connector.config import ClientConfig
@@ -40,6 +40,7 @@ from rocketmq_protocol.extension import pb, pb_grpc
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from rocketmq_protocol.grpc_v2 import service_pb2 as s
 from rocketmq_protocol.grpc_v2 import service_pb2_grpc as sg
+from rocketmq_protocol.signature import signed_headers
 
 SECRET = "s3cr3t-Sk-7f1c9a"  # every account's secret contains this marker, so one grep finds any leak
 WRONG_SECRET = "wr0ng-Sk-5e2b"

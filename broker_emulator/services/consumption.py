@@ -9,8 +9,9 @@ from google.protobuf import timestamp_pb2
 
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from rocketmq_protocol.grpc_v2 import service_pb2 as s
+from rocketmq_protocol.names import group_error, topic_error
 
-from ..cluster import Broker, Cluster, group_error, topic_error
+from ..cluster import Broker, Cluster
 from ..filtering import FilterError, parse_filter
 from ..long_polling import LongPollingService
 from ..pop import HIDDEN_PROPERTIES, InvalidHandle, PopService, retry_topic

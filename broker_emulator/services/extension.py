@@ -8,8 +8,9 @@ import logging
 from rocketmq_protocol.extension import pb, pb_grpc
 from rocketmq_protocol.extension.arrow_payload import encode_payload
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
+from rocketmq_protocol.names import group_error, topic_error
 
-from ..cluster import Broker, Cluster, group_error, topic_error
+from ..cluster import Broker, Cluster
 from ..filtering import FilterError, parse_filter
 from ..long_polling import LongPollingService
 from .access import MUTATING_ADMIN_VERBS, check_access

@@ -17,8 +17,9 @@ from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from rocketmq_protocol.grpc_v2 import service_pb2 as s
 from rocketmq_protocol.grpc_v2 import service_pb2_grpc
 from rocketmq_protocol.hashing import guava_consistent_hash, java_string_hash
+from rocketmq_protocol.names import group_error, topic_error
 
-from ..cluster import Broker, Cluster, group_error, topic_error
+from ..cluster import Broker, Cluster
 from ..filtering import FilterError, parse_filter
 from ..long_polling import LongPollingService
 from ..store.message_store import TopicConfig
