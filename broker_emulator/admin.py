@@ -17,9 +17,14 @@ from rocketmq_protocol.extension.arrow_payload import decode_payload as ipc_to_t
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from rocketmq_protocol.grpc_v2 import service_pb2 as s
 from rocketmq_protocol.grpc_v2 import service_pb2_grpc as sg
+from rocketmq_protocol.grpc_v2.headers import (
+    CLIENT_ID_HEADER,
+    EXPLICIT_QUEUE_HEADER,
+    LANGUAGE_HEADER,
+)
 from rocketmq_protocol.signature import signed_headers
 
-from .services.messaging import EXPLICIT_QUEUE_HEADER
+from .core.admin import ADMIN_VERBS
 
 
 class AdminError(Exception):
@@ -72,7 +77,7 @@ class AdminClient:
     @property
     def md(self) -> list[tuple[str, str]]:
         """The headers of one call: client id and, with credentials, a fresh signature."""
-        md = [("x-mq-client-id", self.client_id), ("x-mq-language", "PYTHON")]
+        md = [(CLIENT_ID_HEADER, self.client_id), (LANGUAGE_HEADER, "PYTHON")]
         if self._credentials is not None:
             md += signed_headers(*self._credentials)
         return md
@@ -264,21 +269,21 @@ def build_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--tls-ca-file", help="connect with TLS, trusting this CA certificate (PEM)")
     verbs = p.add_subparsers(dest="verb", required=True)
-    v = verbs.add_parser("create-topic", help="create or grow a topic on every broker")
+    v = verbs.add_parser("create-topic", help=ADMIN_VERBS["create-topic"].help)
     v.add_argument("name")
     v.add_argument("--queues", type=int, default=None)
     v.add_argument(
         "--message-type", default="MIXED", choices=["NORMAL", "FIFO", "DELAY", "TRANSACTION", "MIXED"]
     )
     v.add_argument("--broker", action="append", dest="brokers", help="only on this broker (repeatable)")
-    v = verbs.add_parser("topics", help="per queue: min/max offset")
+    v = verbs.add_parser("topics", help=ADMIN_VERBS["topics"].help)
     v.add_argument("--topic")
-    verbs.add_parser("groups", help="clients and consumer groups")
-    v = verbs.add_parser("update-group", help="set a consumer group's max retries / FIFO mode")
+    verbs.add_parser("groups", help=ADMIN_VERBS["groups"].help)
+    v = verbs.add_parser("update-group", help=ADMIN_VERBS["update-group"].help)
     v.add_argument("group")
     v.add_argument("--max-retries", type=int)
     v.add_argument("--fifo", action=argparse.BooleanOptionalAction, default=None)
-    v = verbs.add_parser("lag", help="per group and queue: committed offset, max offset, lag")
+    v = verbs.add_parser("lag", help=ADMIN_VERBS["lag"].help)
     v.add_argument("--group")
     v.add_argument("--topic")
     v = verbs.add_parser("produce", help="send N test messages")
@@ -293,15 +298,15 @@ def build_parser(sub: argparse._SubParsersAction) -> None:
     v.add_argument("--count", type=int, default=10)
     v.add_argument("--group", help="start at this group's committed offsets")
     v.add_argument("--commit", action="store_true", help="commit the new offsets to --group")
-    v = verbs.add_parser("fault", help="set or clear faults on a broker")
+    v = verbs.add_parser("fault", help=ADMIN_VERBS["fault"].help)
     v.add_argument("--broker", required=True)
     v.add_argument("--down", action=argparse.BooleanOptionalAction, default=None)
     v.add_argument("--latency-ms", type=int)
     v.add_argument("--error-rate", type=float)
     v.add_argument("--read-only", action=argparse.BooleanOptionalAction, default=None)
     v.add_argument("--clear", action="store_true")
-    verbs.add_parser("stats", help="per-broker store and server statistics")
-    verbs.add_parser("reload-acl", help="re-read the --acl file now (an invalid file keeps the current ACL)")
+    verbs.add_parser("stats", help=ADMIN_VERBS["stats"].help)
+    verbs.add_parser("reload-acl", help=ADMIN_VERBS["reload-acl"].help)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -319,99 +324,109 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _create_topic(client: AdminClient, a: argparse.Namespace) -> tuple[object, str]:
+    r = client.call(
+        "create-topic", name=a.name, queues=a.queues, message_type=a.message_type, brokers=a.brokers
+    )
+    return r, f"topic {r['topic']}: {r['queues']} queues on {', '.join(r['brokers'])}"
+
+
+def _topics(client: AdminClient, a: argparse.Namespace) -> tuple[object, str]:
+    r = client.call("topics", topic=a.topic)
+    return r, _table(r, ["topic", "broker", "queue", "min_offset", "max_offset", "message_type"])
+
+
+def _groups(client: AdminClient, a: argparse.Namespace) -> tuple[object, str]:
+    r = client.call("groups")
+    clients = [
+        {**c, "last_heartbeat": time.strftime("%H:%M:%S", time.localtime(c["last_heartbeat_ms"] / 1000))}
+        for c in r["clients"]
+    ]
+    text = "clients:\n" + _table(clients, ["client_id", "client_type", "group", "topics", "last_heartbeat"])
+    return r, text + "\n\ngroups:\n" + _table(r["groups"], ["group", "clients", "topics"])
+
+
+def _update_group(client: AdminClient, a: argparse.Namespace) -> tuple[object, str]:
+    r = client.call("update-group", group=a.group, max_retries=a.max_retries, fifo=a.fifo)
+    return r, f"group {r['group']}: max_retries={r['max_retries']} fifo={r['fifo']}"
+
+
+def _lag(client: AdminClient, a: argparse.Namespace) -> tuple[object, str]:
+    r = client.call("lag", group=a.group, topic=a.topic)
+    columns = ["group", "topic", "broker", "queue", "mode", "committed", "max_offset", "lag", "inflight"]
+    return r, _table(r, columns)
+
+
+def _produce(client: AdminClient, a: argparse.Namespace) -> tuple[object, str]:
+    r = produce(client, a.topic, a.count, a.size, a.tag, a.batch, not a.no_progress)
+    return r, f"sent {r['sent']} messages to {r['topic']} in {r['seconds']} s ({r['msgs_per_s']:,} msg/s)"
+
+
+def _consume(client: AdminClient, a: argparse.Namespace) -> tuple[object, str]:
+    r = consume(client, a.topic, a.count, a.group, a.commit)
+    lines = [
+        f"{m['broker']}:{m['queue']}@{m['offset']} id={m['message_id']} tag={m['tag']} keys={m['keys']} "
+        f"props={m['properties']} body={m['body'][:80]!r}"
+        for m in r
+    ]
+    return r, "\n".join(lines) if lines else "(no messages)"
+
+
+def _fault(client: AdminClient, a: argparse.Namespace) -> tuple[object, str]:
+    if a.clear:
+        r = client.call("fault", broker=a.broker, clear=True)
+    else:
+        given = {
+            "down": a.down,
+            "latency_ms": a.latency_ms,
+            "error_rate": a.error_rate,
+            "read_only": a.read_only,
+        }
+        r = client.call("fault", broker=a.broker, **{k: v for k, v in given.items() if v is not None})
+    return r, f"{r['broker']}: " + ", ".join(f"{k}={v}" for k, v in r["faults"].items())
+
+
+_STATS_COLUMNS = [
+    "broker",
+    "endpoint",
+    "topics",
+    "queues",
+    "messages",
+    "put_messages",
+    "get_requests",
+    "memory_bytes",
+]
+
+
+def _stats(client: AdminClient, a: argparse.Namespace) -> tuple[object, str]:
+    r = client.call("stats")
+    rows = [{k: b[k] for k in _STATS_COLUMNS} | {"faults": _active(b["faults"])} for b in r["brokers"]]
+    text = _table(rows, [*_STATS_COLUMNS, "faults"])
+    return r, text + f"\nclients: {r['clients']}  held requests: {r['held_requests']}"
+
+
+def _reload_acl(client: AdminClient, a: argparse.Namespace) -> tuple[object, str]:
+    r = client.call("reload-acl")
+    return r, f"ACL reloaded from {r['source']}: {r['accounts']} accounts"
+
+
+# Each CLI verb: the server verbs of ADMIN_VERBS, plus produce/consume (v2 client verbs run here).
+_RUN = {
+    "create-topic": _create_topic,
+    "topics": _topics,
+    "groups": _groups,
+    "update-group": _update_group,
+    "lag": _lag,
+    "produce": _produce,
+    "consume": _consume,
+    "fault": _fault,
+    "stats": _stats,
+    "reload-acl": _reload_acl,
+}
+
+
 def _dispatch(client: AdminClient, a: argparse.Namespace) -> tuple[object, str]:
-    if a.verb == "create-topic":
-        r = client.call(
-            "create-topic", name=a.name, queues=a.queues, message_type=a.message_type, brokers=a.brokers
-        )
-        return r, f"topic {r['topic']}: {r['queues']} queues on {', '.join(r['brokers'])}"
-    if a.verb == "topics":
-        r = client.call("topics", topic=a.topic)
-        return r, _table(r, ["topic", "broker", "queue", "min_offset", "max_offset", "message_type"])
-    if a.verb == "groups":
-        r = client.call("groups")
-        clients = [
-            {**c, "last_heartbeat": time.strftime("%H:%M:%S", time.localtime(c["last_heartbeat_ms"] / 1000))}
-            for c in r["clients"]
-        ]
-        text = "clients:\n" + _table(
-            clients, ["client_id", "client_type", "group", "topics", "last_heartbeat"]
-        )
-        text += "\n\ngroups:\n" + _table(r["groups"], ["group", "clients", "topics"])
-        return r, text
-    if a.verb == "update-group":
-        r = client.call("update-group", group=a.group, max_retries=a.max_retries, fifo=a.fifo)
-        return r, f"group {r['group']}: max_retries={r['max_retries']} fifo={r['fifo']}"
-    if a.verb == "lag":
-        r = client.call("lag", group=a.group, topic=a.topic)
-        return r, _table(
-            r, ["group", "topic", "broker", "queue", "mode", "committed", "max_offset", "lag", "inflight"]
-        )
-    if a.verb == "produce":
-        r = produce(client, a.topic, a.count, a.size, a.tag, a.batch, not a.no_progress)
-        return r, f"sent {r['sent']} messages to {r['topic']} in {r['seconds']} s ({r['msgs_per_s']:,} msg/s)"
-    if a.verb == "consume":
-        r = consume(client, a.topic, a.count, a.group, a.commit)
-        lines = [
-            f"{m['broker']}:{m['queue']}@{m['offset']} id={m['message_id']} tag={m['tag']} keys={m['keys']} "
-            f"props={m['properties']} body={m['body'][:80]!r}"
-            for m in r
-        ]
-        return r, "\n".join(lines) if lines else "(no messages)"
-    if a.verb == "fault":
-        if a.clear:
-            r = client.call("fault", broker=a.broker, clear=True)
-        else:
-            faults = {
-                k: v
-                for k, v in {
-                    "down": a.down,
-                    "latency_ms": a.latency_ms,
-                    "error_rate": a.error_rate,
-                    "read_only": a.read_only,
-                }.items()
-                if v is not None
-            }
-            r = client.call("fault", broker=a.broker, **faults)
-        return r, f"{r['broker']}: " + ", ".join(f"{k}={v}" for k, v in r["faults"].items())
-    if a.verb == "stats":
-        r = client.call("stats")
-        rows = [
-            {
-                k: b[k]
-                for k in (
-                    "broker",
-                    "endpoint",
-                    "topics",
-                    "queues",
-                    "messages",
-                    "put_messages",
-                    "get_requests",
-                    "memory_bytes",
-                )
-            }
-            | {"faults": _active(b["faults"])}
-            for b in r["brokers"]
-        ]
-        text = _table(
-            rows,
-            [
-                "broker",
-                "endpoint",
-                "topics",
-                "queues",
-                "messages",
-                "put_messages",
-                "get_requests",
-                "memory_bytes",
-                "faults",
-            ],
-        )
-        return r, text + f"\nclients: {r['clients']}  held requests: {r['held_requests']}"
-    if a.verb == "reload-acl":
-        r = client.call("reload-acl")
-        return r, f"ACL reloaded from {r['source']}: {r['accounts']} accounts"
-    raise AdminError(f"unknown verb {a.verb}")
+    return _RUN[a.verb](client, a)
 
 
 def _active(f: dict) -> str:

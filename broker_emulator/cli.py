@@ -10,8 +10,8 @@ import signal
 import sys
 
 from . import admin
-from .acl import AclError
-from .cluster import ClusterConfig
+from .core.acl import AclError
+from .core.cluster import ClusterConfig
 from .server import EmulatorServer
 
 

@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from .cluster import Broker, ClusterConfig
+from .core.cluster import Broker, ClusterConfig
 from .server import EmulatorServer
 
 log = logging.getLogger(__name__)

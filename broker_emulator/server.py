@@ -10,12 +10,11 @@ import grpc
 
 from rocketmq_protocol.extension import pb_grpc
 
-from .cluster import Cluster, ClusterConfig
-from .long_polling import LongPollingService
-from .services.converters import table_to_messages
-from .services.extension import ExtensionService
-from .services.messaging import MessagingService
-from .transactions import HALF_TOPIC
+from .core.cluster import Cluster, ClusterConfig
+from .core.long_polling import LongPollingService
+from .extension.service import ExtensionService
+from .grpc_v2.messaging import MessagingService
+from .grpc_v2.transactions import ask_producer
 
 log = logging.getLogger(__name__)
 
@@ -61,9 +60,8 @@ class EmulatorServer:
         if b.delay is not None:
             b.delay.start(loop)
         if b.transactions is not None:
-            b.transactions.start(
-                loop, functools.partial(_producer_session, b), functools.partial(_half_message, b)
-            )
+            b.transactions.check_backs.append(functools.partial(ask_producer, b))
+            b.transactions.start(loop)
         server = grpc.aio.server(
             options=[
                 ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
@@ -119,28 +117,3 @@ class EmulatorServer:
         await asyncio.gather(*(s.stop(grace) for s in self.servers), return_exceptions=True)
         self.servers.clear()
         self.cluster.close()
-
-
-def _producer_session(broker, topic: str, producer: str):
-    """A Telemetry outbound queue of a producer publishing `topic` on this broker, the sender first."""
-    candidates = [producer, *broker.telemetry.keys()]
-    for cid in candidates:
-        entry = broker.telemetry.get(cid)
-        if entry is None:
-            continue
-        queue, settings = entry
-        if settings is not None and settings.HasField("publishing"):
-            if any(
-                t.name == topic or f"{t.resource_namespace}%{t.name}" == topic
-                for t in settings.publishing.topics
-            ):
-                return queue
-    return None
-
-
-def _half_message(broker, parked):
-    """The v2 Message of a parked half message, for a transaction check-back."""
-    r = broker.store.get(HALF_TOPIC, 0, parked.offset, 1)
-    if r.table is None or not r.count:
-        return None
-    return table_to_messages(r.table, parked.topic, "", broker.name, parked.queue_id, broker.endpoint)[0]

@@ -28,3 +28,7 @@ MESSAGE_SCHEMA = pa.schema(
         ("tag_code", pa.int32()),
     ]
 )
+
+# `message_type` values (the numbers of apache.rocketmq.v2 MessageType).
+NORMAL, FIFO, DELAY, TRANSACTION = 1, 2, 3, 4
+MESSAGE_TYPE_NAMES = {NORMAL: "NORMAL", FIFO: "FIFO", DELAY: "DELAY", TRANSACTION: "TRANSACTION"}

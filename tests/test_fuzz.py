@@ -11,8 +11,8 @@ import string
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from broker_emulator.filtering import FilterError, parse_filter, parse_tag_expression
-from broker_emulator.sql92 import FilterSyntaxError, compile_sql92
+from broker_emulator.core.filtering import FilterError, parse_filter, parse_tag_expression
+from broker_emulator.core.sql92 import FilterSyntaxError, compile_sql92
 from connector.errors import OptionError
 from connector.offsets import OffsetsError, from_json, from_json_dict
 from connector.options import READER_OPTIONS, WRITER_OPTIONS, parse_reader_options, parse_writer_options

@@ -31,8 +31,8 @@ from rocketmq import (
 )
 
 from broker_emulator import Emulator
-from broker_emulator.acl import AclError, Denied, authenticate, load_acl, parse_acl
 from broker_emulator.admin import AdminClient, AdminError
+from broker_emulator.core.acl import AclError, Denied, authenticate, load_acl, parse_acl
 from connector.client import RocketMQClient, close_clients
 from connector.config import ClientConfig
 from connector.errors import RetriesExhaustedError

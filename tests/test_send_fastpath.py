@@ -15,12 +15,12 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from broker_emulator.cluster import Cluster, ClusterConfig
-from broker_emulator.long_polling import LongPollingService
-from broker_emulator.services.converters import send_columns, send_response_bytes, timestamp_ms
-from broker_emulator.services.messaging import MessagingService
-from broker_emulator.store.consume_queue import ConsumeQueue
-from broker_emulator.store.records import MESSAGE_SCHEMA, MessageColumns, repeated
+from broker_emulator.core.cluster import Cluster, ClusterConfig
+from broker_emulator.core.long_polling import LongPollingService
+from broker_emulator.core.store.consume_queue import ConsumeQueue
+from broker_emulator.core.store.records import MESSAGE_SCHEMA, MessageColumns, repeated
+from broker_emulator.grpc_v2.messages import send_columns, send_response_bytes, timestamp_ms
+from broker_emulator.grpc_v2.messaging import MessagingService
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from rocketmq_protocol.grpc_v2 import service_pb2 as s
 from rocketmq_protocol.grpc_v2 import service_pb2_grpc
@@ -227,7 +227,7 @@ def _reference_columns(request: s.SendMessageRequest) -> dict:
             timestamp_ms(sp.delivery_timestamp) if sp.HasField("delivery_timestamp") else None for sp in sps
         ],
         "message_type": [sp.message_type for sp in sps],
-        "body_encoding": [sp.body_encoding for sp in sps],
+        "compressed": [sp.body_encoding == d.GZIP for sp in sps],
         "queue_id": [sp.queue_id for sp in sps],
     }
 
@@ -247,7 +247,7 @@ def test_send_columns_read_every_field_like_per_message_access(seed: int) -> Non
         "message_group": None,
         "delivery_timestamp": None,
         "message_type": 0,
-        "body_encoding": 0,
+        "compressed": False,
         "queue_id": 0,
     }
     for name, expected in _reference_columns(request).items():

@@ -1,4 +1,4 @@
-"""Tests for the RocketMQ SQL92 property filter in broker_emulator.sql92."""
+"""Tests for the RocketMQ SQL92 property filter in broker_emulator.core.sql92."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker_emulator.sql92 import FilterSyntaxError, compile_sql92
+from broker_emulator.core.sql92 import FilterSyntaxError, compile_sql92
 
 
 def matches(expression: str, **properties: str) -> bool:

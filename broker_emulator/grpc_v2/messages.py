@@ -1,13 +1,10 @@
-"""Conversions between v2 protobuf messages and the stored column layout."""
+"""Conversions between v2 protobuf messages and the broker core's columns: a SendMessageRequest read column by
+column, stored rows as v2 Messages, and the SendMessageResponse built without one object per message."""
 
 from __future__ import annotations
 
-import gzip
 import hashlib
-import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
-from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -17,9 +14,8 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, ti
 
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from rocketmq_protocol.grpc_v2 import service_pb2 as s
-from rocketmq_protocol.hashing import java_string_hash
 
-from ..store.records import MESSAGE_SCHEMA, Column, MessageColumns, repeated
+from ..core.send_columns import SendColumns, _all
 
 # The official Python client writes milliseconds into Timestamp.seconds; such values are taken as ms.
 _SECONDS_LOOK_LIKE_MS = 100_000_000_000
@@ -47,45 +43,6 @@ def resource_of(stored_name: str, namespace: str = "") -> d.Resource:
     if namespace and stored_name.startswith(namespace + "%"):
         return d.Resource(resource_namespace=namespace, name=stored_name[len(namespace) + 1 :])
     return d.Resource(name=stored_name)
-
-
-def decode_body(body: bytes, encoding: int) -> bytes:
-    if encoding == d.GZIP:
-        if body[:2] == b"\x1f\x8b":
-            return gzip.decompress(body)
-        return zlib.decompress(body)
-    return body
-
-
-def derive_message_type(sp) -> int:
-    if sp.message_type:
-        return sp.message_type
-    if sp.HasField("message_group"):
-        return d.FIFO
-    if sp.HasField("delivery_timestamp"):
-        return d.DELAY
-    return d.NORMAL
-
-
-def add_message(
-    cols: MessageColumns, m, sp, body: bytes, delivery_ms: int | None, reconsume_times: int = 0
-) -> None:
-    """Appends one validated v2 message to the columns of its queue."""
-    tag = sp.tag if sp.HasField("tag") else None
-    cols.append(
-        message_id=sp.message_id,
-        tag=tag,
-        keys=list(sp.keys),
-        body=body,
-        properties=list(m.user_properties.items()),
-        born_timestamp=timestamp_ms(sp.born_timestamp),
-        born_host=sp.born_host,
-        reconsume_times=reconsume_times,
-        message_group=sp.message_group if sp.HasField("message_group") else None,
-        delivery_timestamp=delivery_ms,
-        message_type=derive_message_type(sp),
-        tag_code=java_string_hash(tag) if tag else 0,
-    )
 
 
 def table_to_messages(
@@ -217,36 +174,6 @@ def _flat_classes() -> tuple[type, type]:
 _FlatRequest, _FlatResource = _flat_classes()
 
 
-@dataclass
-class SendColumns:
-    """The messages of one SendMessageRequest field by field: lists in message order.
-
-    A column is None when no message sets the field (every message has the proto default); an optional
-    field's list holds None for the messages that leave it unset. Timestamps are epoch milliseconds.
-    """
-
-    n: int
-    topics_match: bool  # True: every message certainly names message #0's topic (False: compare one by one)
-    body: list[bytes]
-    body_size: list[int]
-    message_id: list[str]
-    tag: list[str | None] | None
-    keys: list[list[str]] | None
-    properties: list[list[tuple[str, str]]] | None
-    born_timestamp: list[int] | None
-    born_host: list[str] | None
-    message_group: list[str | None] | None
-    delivery_timestamp: list[int | None] | None
-    message_type: list[int] | None
-    body_encoding: list[int] | None
-    queue_id: list[int] | None
-
-
-def _all(values: list, value: Any) -> bool:
-    """Whether every item of `values` equals `value` (equality, no hashing: cheap on fresh str objects)."""
-    return values.count(value) == len(values)
-
-
 def _topics_match(merged: Any, first: Any, n: int) -> bool:
     """Whether each of the n topics merged in `merged` (a _FlatResource) is `first`.
 
@@ -280,6 +207,12 @@ def _born_ms(seconds: list[int], nanos: list[int], n: int) -> list[int] | None:
     secs = np.array(seconds, np.int64) if seconds else np.zeros(n, np.int64)
     ms = secs * 1000 + (np.array(nanos, np.int64) // 1_000_000 if nanos else 0)
     return np.where(secs > _SECONDS_LOOK_LIKE_MS, secs, ms).tolist()
+
+
+def _compressed(encodings: list[int] | None) -> list[bool] | None:
+    if encodings is None or d.GZIP not in encodings:
+        return None
+    return [e == d.GZIP for e in encodings]
 
 
 def send_columns(request) -> SendColumns:
@@ -338,94 +271,8 @@ def send_columns(request) -> SendColumns:
         ),
         delivery_timestamp=delivery,
         message_type=column(fsp.message_type, lambda sp: sp.message_type),
-        body_encoding=column(fsp.body_encoding, lambda sp: sp.body_encoding),
+        compressed=_compressed(column(fsp.body_encoding, lambda sp: sp.body_encoding)),
         queue_id=column(fsp.queue_id, lambda sp: sp.queue_id),
-    )
-
-
-def message_types(cols: SendColumns) -> list[int] | None:
-    """`derive_message_type` of every message; None when all are NORMAL by default."""
-    types = cols.message_type
-    if cols.message_group is None and cols.delivery_timestamp is None:
-        if types is None or 0 not in types:
-            return types
-        return [t or d.NORMAL for t in types]
-    n = cols.n
-    return [
-        t or (d.FIFO if g is not None else d.DELAY if w is not None else d.NORMAL)
-        for t, g, w in zip(
-            types or repeat(0, n),
-            cols.message_group or repeat(None, n),
-            cols.delivery_timestamp or repeat(None, n),
-            strict=True,
-        )
-    ]
-
-
-_WIRE_TYPES = {f.name: f.type for f in MESSAGE_SCHEMA}
-
-
-def _column(values: list | None, n: int, type_: pa.DataType, default: Any) -> Column:
-    """A stored column: a value shared by every row without per-row work, else the list itself."""
-    if values is None:
-        return repeated(default, n, type_)
-    if _all(values, values[0]):
-        return repeated(values[0], n, type_)
-    return values
-
-
-def _binary_array(data: bytes, sizes: list[int], type_: pa.DataType) -> pa.Array:
-    """A binary/string array over `data` (the values back to back) without copying it."""
-    n = len(sizes)
-    if _all(sizes, sizes[0]):
-        offsets = np.arange(n + 1, dtype=np.int32) * np.int32(sizes[0])
-    else:
-        offsets = np.zeros(n + 1, np.int32)
-        np.cumsum(sizes, out=offsets[1:])
-    return pa.Array.from_buffers(type_, n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
-
-
-def _string_array(values: list[str]) -> pa.Array:
-    """pa.array(values, pa.string()), built from one joined buffer when every value is ASCII."""
-    joined = "".join(values)
-    if not joined.isascii():
-        return pa.array(values, pa.string())
-    return _binary_array(joined.encode("ascii"), list(map(len, values)), pa.string())
-
-
-def message_columns(
-    cols: SendColumns, bodies: list[bytes], types: list[int] | None, now_ms: int
-) -> MessageColumns:
-    """The stored columns of a validated request's messages (what `add_message` stores, per column).
-
-    `bodies` are the messages' decoded bodies; shared values cost nothing per row, and the message id
-    and body columns are views of one joined buffer each (one exact allocation, no Arrow builder).
-    """
-    n = cols.n
-    tags = cols.tag
-    if tags is None:
-        tag_code = np.zeros(n, np.int32)
-    elif _all(tags, tags[0]):
-        tag_code = np.full(n, java_string_hash(tags[0]) if tags[0] else 0, np.int32)
-    else:
-        codes = {t: java_string_hash(t) if t else 0 for t in set(tags)}
-        tag_code = np.fromiter((codes[t] for t in tags), np.int32, n)
-    delivery = cols.delivery_timestamp  # kept as sent, past or future (held_rows parks the future ones)
-    sizes = cols.body_size if bodies is cols.body else list(map(len, bodies))
-    typ = _WIRE_TYPES.__getitem__
-    return MessageColumns(
-        message_id=_string_array(cols.message_id),
-        tag=_column(tags, n, typ("tag"), None),
-        keys=_column(cols.keys, n, typ("keys"), []),
-        body=_binary_array(b"".join(bodies), sizes, typ("body")),
-        properties=_column(cols.properties, n, typ("properties"), []),
-        born_timestamp=_column(cols.born_timestamp, n, typ("born_timestamp"), 0),
-        born_host=_column(cols.born_host, n, typ("born_host"), ""),
-        reconsume_times=repeated(0, n, typ("reconsume_times")),
-        message_group=_column(cols.message_group, n, typ("message_group"), None),
-        delivery_timestamp=_column(delivery, n, typ("delivery_timestamp"), None),
-        message_type=_column(types, n, typ("message_type"), d.NORMAL),
-        tag_code=tag_code,
     )
 
 

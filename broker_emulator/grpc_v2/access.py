@@ -10,14 +10,11 @@ import grpc
 
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 
-from ..acl import Account, Denied, Need, Perm
-from ..cluster import Cluster
-from .converters import wrap_namespace
+from ..core.acl import Account, Denied, Need, Perm
+from ..core.cluster import Cluster
+from .messages import wrap_namespace
 
 log = logging.getLogger(__name__)
-
-#: Admin verbs that change the cluster: only accounts with `"admin": true` may run them.
-MUTATING_ADMIN_VERBS = frozenset({"create-topic", "update-group", "fault", "reload-acl"})
 
 
 def _topic(resource, perm: Perm) -> tuple[Need, ...]:

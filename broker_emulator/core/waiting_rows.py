@@ -9,13 +9,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rocketmq_protocol.grpc_v2 import definition_pb2 as d
+from rocketmq_protocol.message_schema import NORMAL, TRANSACTION
 
-from ..store.records import MessageColumns
+from .store.records import MessageColumns
 
 
 @dataclass
-class HeldRows:
+class WaitingRows:
     normal: np.ndarray  # row indices stored now
     delayed: np.ndarray  # row indices parked until `due`
     due: list[int]  # delivery times (ms) of the delayed rows
@@ -32,22 +32,22 @@ def _ints(col, n: int, null: int) -> np.ndarray:
     return np.fromiter((null if v is None else int(v) for v in col), np.int64, count=n)
 
 
-def held_rows(cols: MessageColumns, now_ms: int) -> HeldRows | None:
+def waiting_rows(cols: MessageColumns, now_ms: int) -> WaitingRows | None:
     """None when every message goes straight to its queue (the common case, decided without a row loop)."""
     n = len(cols)
     delivery = cols.delivery_timestamp
     types = cols.message_type
     if isinstance(delivery, pa.Array) and delivery.null_count == n and isinstance(types, pa.Array):
-        if types.null_count == n or pc.all(pc.not_equal(types, d.TRANSACTION)).as_py():
+        if types.null_count == n or pc.all(pc.not_equal(types, TRANSACTION)).as_py():
             return None
     due = _ints(delivery, n, 0)
-    kinds = _ints(types, n, d.NORMAL)
-    tx = kinds == d.TRANSACTION
+    kinds = _ints(types, n, NORMAL)
+    tx = kinds == TRANSACTION
     delayed = (due > now_ms) & ~tx
     if not tx.any() and not delayed.any():
         return None
     normal = ~(tx | delayed)
     delayed_idx = np.flatnonzero(delayed)
-    return HeldRows(
+    return WaitingRows(
         np.flatnonzero(normal), delayed_idx, [int(due[i]) for i in delayed_idx], np.flatnonzero(tx)
     )

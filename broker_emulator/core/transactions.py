@@ -1,7 +1,8 @@
-"""Transactional messages (SPEC §3.3): half messages are parked in `RMQ_SYS_TRANS_HALF_TOPIC`,
-invisible until EndTransaction COMMIT (then appended to their queue) or dropped on ROLLBACK. A half
-message still unresolved after the check interval is sent to a producer of its topic as a Telemetry
-`recover_orphaned_transaction_command`; after `max_checks` unanswered checks it is rolled back."""
+"""Transactional messages (apache/rocketmq `TransactionalMessageServiceImpl`): half messages are parked in
+`RMQ_SYS_TRANS_HALF_TOPIC`, invisible until the transaction ends with COMMIT (then appended to their queue)
+or ROLLBACK (dropped). A half message still unresolved after the check interval is offered to the front
+ends' check-back hooks, which ask a producer of its topic over their protocol; after `max_checks`
+unanswered checks it is rolled back."""
 
 from __future__ import annotations
 
@@ -10,9 +11,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from rocketmq_protocol.grpc_v2 import service_pb2 as s
-
-from .held import HeldMessages, Parked
+from .parked import HeldMessages, Parked
 from .store.message_store import MessageStore
 from .store.records import MessageColumns
 
@@ -22,10 +21,9 @@ HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
 DEFAULT_CHECK_INTERVAL_MS = 6_000  # RocketMQ transactionTimeOut
 DEFAULT_MAX_CHECKS = 15  # transactionCheckMax
 
-# Finds a Telemetry outbound queue of a producer of the topic (preferring the sender): (topic, client id).
-SessionFinder = Callable[[str, str], "asyncio.Queue | None"]
-# Builds the v2 Message of a parked half message for the check-back command.
-MessageBuilder = Callable[[Parked], object | None]
+# A front end's check-back: asks a producer of the parked message's topic (preferring the one that sent it,
+# `Parked.producer`) whether to commit; True when the question was sent.
+CheckBack = Callable[[str, Parked], bool]
 
 
 class TransactionService:
@@ -39,15 +37,10 @@ class TransactionService:
         self.held = HeldMessages(store, data_dir, HALF_TOPIC, "transactionPending")
         self.check_interval_ms = check_interval_ms
         self.max_checks = max_checks
-        self.find_session: SessionFinder | None = None
-        self.build_message: MessageBuilder | None = None
+        self.check_backs: list[CheckBack] = []
         self.committed = self.rolled_back = self.checks_sent = 0
 
-    def start(
-        self, loop: asyncio.AbstractEventLoop, find_session: SessionFinder, build: MessageBuilder
-    ) -> None:
-        self.find_session = find_session
-        self.build_message = build
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
         self.held.start(loop, self._check)
 
     def prepare(
@@ -88,13 +81,7 @@ class TransactionService:
         p.checks += 1
         p.due_ms = int(time.time() * 1000) + self.check_interval_ms
         self.held.update(p)
-        session = self.find_session(p.topic, p.producer) if self.find_session else None
-        msg = self.build_message(p) if self.build_message else None
-        if session is not None and msg is not None:
-            cmd = s.TelemetryCommand()
-            cmd.recover_orphaned_transaction_command.message.CopyFrom(msg)
-            cmd.recover_orphaned_transaction_command.transaction_id = key
-            session.put_nowait(cmd)
+        if any(ask(key, p) for ask in self.check_backs):
             self.checks_sent += 1
         self.held.schedule(p)
 

@@ -143,11 +143,6 @@ class MessageStore:
             self.topics_table.set(name, cfg.to_json())
             return cfg
 
-    def delete_topic(self, name: str) -> None:
-        with self.lock:
-            self.topics.pop(name, None)
-            self.topics_table.delete(name)
-
     def queue(self, topic: str, queue_id: int) -> ConsumeQueue:
         cq = self.queues.get((topic, queue_id))
         if cq is None:
@@ -189,13 +184,6 @@ class MessageStore:
         cq = self.queues.get((topic, queue_id))
         for listener in self.listeners:
             listener(topic, queue_id, cq.max_offset if cq else 0, None)
-
-    def append_journal(self, topic: str, payload: bytes) -> int:
-        """Writes a journal record (other modules' durable state); returns the end position to await."""
-        if self.commitlog.directory is None:
-            return 0
-        pos, size = self.commitlog.append(RecordKind.JOURNAL, topic, -1, 0, 0, payload)
-        return pos + size
 
     async def wait_durable(self, end_position: int) -> None:
         await self.commitlog.wait_durable(end_position)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from .held import HeldMessages
+from .parked import HeldMessages
 from .store.message_store import MessageStore
 from .store.records import MessageColumns, column_values
 

@@ -1,8 +1,9 @@
 """Append-only commit log of one broker: fixed-size files of CRC-checked records, group-commit flushing.
 
 A record holds one append to one (topic, queue): an inner batch of messages serialized as Arrow IPC
-(RocketMQ 5 stores auto-batched messages as one commit-log entry the same way), or a journal entry of
-another kind (see `RecordKind`). Recovery replays records in order and truncates a torn tail.
+(RocketMQ 5 stores auto-batched messages as one commit-log entry the same way). Other durable state (POP,
+delayed and half messages, offsets) lives in journaled tables beside it (`journal.py`). Recovery replays
+records in order and truncates a torn tail.
 """
 
 from __future__ import annotations
@@ -28,8 +29,7 @@ DEFAULT_FILE_SIZE = 128 * 1024 * 1024
 
 
 class RecordKind(IntEnum):
-    MESSAGES = 1  # Arrow IPC batch appended to a consume queue
-    JOURNAL = 2  # JSON journal entry (POP state, timers, transactions)
+    MESSAGES = 1  # Arrow IPC batch appended to a consume queue (the only kind written so far)
 
 
 @dataclass(frozen=True)

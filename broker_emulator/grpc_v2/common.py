@@ -8,8 +8,9 @@ import functools
 import grpc
 
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
+from rocketmq_protocol.grpc_v2.headers import CLIENT_ID_HEADER
 
-from ..cluster import Broker
+from ..core.cluster import Broker
 from .access import check_access
 
 
@@ -45,9 +46,6 @@ def polling_timeout(requested_s: float, context: grpc.aio.ServicerContext, margi
     if remaining is not None:
         requested_s = min(requested_s, max(remaining - margin_s, 0.0))
     return max(requested_s, 0.0)
-
-
-CLIENT_ID_HEADER = "x-mq-client-id"
 
 
 def client_id(context: grpc.aio.ServicerContext) -> str:

@@ -11,13 +11,13 @@ from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from rocketmq_protocol.grpc_v2 import service_pb2 as s
 from rocketmq_protocol.names import group_error, topic_error
 
-from ..cluster import Broker, Cluster
-from ..filtering import FilterError, parse_filter
-from ..long_polling import LongPollingService
-from ..pop import HIDDEN_PROPERTIES, InvalidHandle, PopService, retry_topic
-from ..store.message_store import MessageStore
+from ..core.cluster import Broker, Cluster
+from ..core.filtering import FilterError, parse_filter
+from ..core.long_polling import LongPollingService
+from ..core.pop import HIDDEN_PROPERTIES, InvalidHandle, PopService, retry_topic
+from ..core.store.message_store import MessageStore
 from .common import OK, duration_seconds, polling_timeout, rpc, status
-from .converters import table_to_messages, wrap_namespace
+from .messages import table_to_messages, wrap_namespace
 
 MAX_INVISIBLE_MS = 12 * 3600 * 1000
 MAX_RECEIVE_BATCH = 32

@@ -4,27 +4,31 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import AsyncIterator
-from itertools import repeat
 
 import grpc
-import numpy as np
-import pyarrow as pa
 from google.protobuf import duration_pb2
 
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from rocketmq_protocol.grpc_v2 import service_pb2 as s
 from rocketmq_protocol.grpc_v2 import service_pb2_grpc
-from rocketmq_protocol.hashing import guava_consistent_hash, java_string_hash
+from rocketmq_protocol.grpc_v2.headers import (
+    CLIENT_ID_HEADER,
+    CLIENT_VERSION_HEADER,
+    EXPLICIT_QUEUE_HEADER,
+    LANGUAGE_HEADER,
+)
 from rocketmq_protocol.names import group_error, topic_error
 
-from ..cluster import Broker, Cluster
-from ..filtering import FilterError, parse_filter
-from ..long_polling import LongPollingService
-from ..store.message_store import TopicConfig
-from ..store.records import MessageColumns
+from ..core.cluster import Broker, Cluster
+from ..core.errors import BrokerError, ErrorKind
+from ..core.filtering import FilterError, parse_filter
+from ..core.long_polling import LongPollingService
+from ..core.pulling import pull
+from ..core.sending import SendResult, send
+from ..core.validation import accept_message_types
 from .access import check_access, grpc_code
+from .codes import code_of, pull_status
 from .common import (
     OK,
     apply_faults,
@@ -37,26 +41,10 @@ from .common import (
     status,
 )
 from .consumption import ConsumptionRpcs
-from .converters import (
-    SendColumns,
-    add_message,
-    decode_body,
-    derive_message_type,
-    message_columns,
-    message_types,
-    send_columns,
-    send_response_bytes,
-    table_to_messages,
-    wrap_namespace,
-)
-from .held_rows import HeldRows, held_rows
-from .pulling import pull, pull_status
-from .validation import SendRejected, accept_message_types, check_message, check_type, columns_valid
+from .messages import send_columns, send_response_bytes, table_to_messages, wrap_namespace
 
 log = logging.getLogger(__name__)
 
-# Metadata a client sets when its SendMessage names the queue itself (proto3 cannot tell queue_id 0 from unset).
-EXPLICIT_QUEUE_HEADER = "x-mq-queue-id-explicit"
 PULL_MAX_BATCH = 1024
 RETRY_DELAYS_S = [1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200]
 CLIENT_TYPES = {
@@ -67,8 +55,6 @@ CLIENT_TYPES = {
     5: "LITE_PUSH",
     6: "LITE_SIMPLE",
 }
-# A request's appends: its message ids (request order) and, per queue, the columns and request indices.
-_Plan = tuple[pa.StringArray, list[tuple[int, MessageColumns, np.ndarray | slice]]]
 
 
 def _dur(seconds: float) -> duration_pb2.Duration:
@@ -86,7 +72,7 @@ class MessagingService(ConsumptionRpcs, service_pb2_grpc.MessagingServiceService
 
     # ------------------------------------------------------------------ helpers
     def _client_id(self, context) -> str:
-        return metadata(context).get("x-mq-client-id", "")
+        return metadata(context).get(CLIENT_ID_HEADER, "")
 
     def _queue_route(self, topic: str, namespace: str) -> list[d.MessageQueue]:
         out = []
@@ -164,8 +150,8 @@ class MessagingService(ConsumptionRpcs, service_pb2_grpc.MessagingServiceService
             self.broker.name,
             client_type=ctype,
             group=group,
-            language=md.get("x-mq-language"),
-            version=md.get("x-mq-client-version"),
+            language=md.get(LANGUAGE_HEADER),
+            version=md.get(CLIENT_VERSION_HEADER),
         )
         return s.HeartbeatResponse(status=OK)
 
@@ -210,8 +196,8 @@ class MessagingService(ConsumptionRpcs, service_pb2_grpc.MessagingServiceService
             client_type=ctype,
             group=group,
             topics=topics,
-            language=md.get("x-mq-language"),
-            version=md.get("x-mq-client-version"),
+            language=md.get(LANGUAGE_HEADER),
+            version=md.get(CLIENT_VERSION_HEADER),
             settings=settings,
         )
 
@@ -221,7 +207,7 @@ class MessagingService(ConsumptionRpcs, service_pb2_grpc.MessagingServiceService
         if denied is not None:  # a stream of commands has no in-band status for this: a gRPC status
             await context.abort(grpc_code(denied), f"{d.Code.Name(denied.code)}: {denied.message}")
         md = metadata(context)
-        cid = md.get("x-mq-client-id", "")
+        cid = md.get(CLIENT_ID_HEADER, "")
         outbound: asyncio.Queue = asyncio.Queue()
         if cid:
             self.broker.telemetry[cid] = (outbound, None)
@@ -282,13 +268,13 @@ class MessagingService(ConsumptionRpcs, service_pb2_grpc.MessagingServiceService
         if refused is not None:
             return s.SendMessageResponse(status=refused).SerializeToString()
         try:
-            message_ids, offsets, tx_ids = await self._send(request, context)
-        except SendRejected as e:
-            return s.SendMessageResponse(status=status(e.code, e.message)).SerializeToString()
-        if tx_ids is None:
-            return send_response_bytes(message_ids, offsets)
-        resp = s.SendMessageResponse.FromString(send_response_bytes(message_ids, offsets))
-        for entry, tx in zip(resp.entries, tx_ids, strict=True):
+            result = await self._send(request, context)
+        except BrokerError as e:
+            return s.SendMessageResponse(status=status(code_of(e), e.message)).SerializeToString()
+        if result.transaction_ids is None:
+            return send_response_bytes(result.message_ids, result.offsets)
+        resp = s.SendMessageResponse.FromString(send_response_bytes(result.message_ids, result.offsets))
+        for entry, tx in zip(resp.entries, result.transaction_ids, strict=True):
             entry.transaction_id = tx
         return resp.SerializeToString()
 
@@ -305,86 +291,34 @@ class MessagingService(ConsumptionRpcs, service_pb2_grpc.MessagingServiceService
         )
         service_pb2_grpc.add_MessagingServiceServicer_to_server(self, server)
 
-    async def _send(self, request, context) -> tuple[pa.StringArray, np.ndarray, list[str] | None]:
-        """Checks and stores a request's messages: their ids, offsets and (half messages only) transaction
-        ids in request order; raises SendRejected."""
+    async def _send(self, request, context) -> SendResult:
+        """The request's messages, read column by column, stored by the broker core; BrokerError otherwise."""
         msgs = request.messages
         if not msgs:
-            raise SendRejected(d.MESSAGE_CORRUPTED, "the request holds no message")
+            raise BrokerError(ErrorKind.MESSAGE_CORRUPTED, "the request holds no message")
         first = msgs[0].topic
         err = topic_error(first.name)
         if err:
-            raise SendRejected(d.ILLEGAL_TOPIC, err)
+            raise BrokerError(ErrorKind.ILLEGAL_TOPIC, err)
         cols = send_columns(request)
         if not cols.topics_match:
             for i, m in enumerate(msgs):
                 if m.topic.name != first.name or m.topic.resource_namespace != first.resource_namespace:
-                    raise SendRejected(
-                        d.MESSAGE_CORRUPTED,
+                    raise BrokerError(
+                        ErrorKind.MESSAGE_CORRUPTED,
                         f"message #{i} is for topic {m.topic.name!r}, message #0 for {first.name!r}",
                     )
-        topic = wrap_namespace(first)
-        if not self.cluster.ensure_topic(topic):
-            raise SendRejected(d.TOPIC_NOT_FOUND, f"topic {topic} does not exist")
-        cfg = self.store.topics.get(topic)
-        if cfg is None:
-            raise SendRejected(d.TOPIC_NOT_FOUND, f"topic {topic} is not served by {self.broker.name}")
-        if self.broker.faults.current.read_only or not cfg.perm & 2:
-            raise SendRejected(
-                d.FORBIDDEN, f"{self.broker.name} does not accept writes to {topic} (read-only)"
-            )
-        if self.broker.faults.send_fails():
-            raise SendRejected(d.INTERNAL_SERVER_ERROR, f"{self.broker.name}: injected send failure")
         explicit = metadata(context).get(EXPLICIT_QUEUE_HEADER, "").lower() == "true"
-        now = int(time.time() * 1000)
-        plan = self._plan_columns(cols, topic, cfg, explicit, now)
-        if plan is None:
-            plan = self._plan_per_message(msgs, topic, cfg, explicit, now)
-        message_ids, appends = plan
-        offsets = np.empty(len(msgs), np.int64)
-        end = 0
-        tx_ids: list[str] | None = None
-        for qid, qcols, idxs in appends:
-            held = held_rows(qcols, now)
-            if held is None:
-                base, end_pos = self.store.append(topic, qid, qcols)
-                offsets[idxs] = np.arange(base, base + len(qcols))
-            else:
-                base, end_pos, txs = self._append_held(topic, qid, qcols, held, client_id(context))
-                offsets[idxs] = base
-                if txs:
-                    tx_ids = tx_ids or [""] * len(msgs)
-                    for i, tx in zip(np.arange(len(msgs))[idxs], txs, strict=True):
-                        tx_ids[int(i)] = tx
-            end = max(end, end_pos)
+        result, end = send(
+            self.cluster,
+            self.broker,
+            wrap_namespace(first),
+            cols,
+            explicit_queue=explicit,
+            producer=client_id(context),
+        )
         await self.store.wait_durable(end)
-        return message_ids, offsets, tx_ids
-
-    def _append_held(self, topic: str, qid: int, cols: MessageColumns, held: HeldRows, producer: str):
-        """Appends a queue's messages where some wait: delayed ones for their time, half messages for
-        EndTransaction. Returns (per-message offsets, durable end, per-message transaction ids or None)."""
-        assert self.broker.delay is not None and self.broker.transactions is not None
-        n = len(cols)
-        offsets = np.zeros(n, np.int64)
-        end = 0
-        txs: list[str] | None = None
-        if len(held.normal):
-            base, end = self.store.append(topic, qid, cols.take(held.normal))
-            offsets[held.normal] = np.arange(base, base + len(held.normal))
-        if len(held.delayed):
-            base, e = self.broker.delay.schedule(topic, qid, cols.take(held.delayed), held.due)
-            offsets[held.delayed] = np.arange(base, base + len(held.delayed))
-            end = max(end, e)
-        if len(held.transactional):
-            ids, base, e = self.broker.transactions.prepare(
-                topic, qid, cols.take(held.transactional), producer
-            )
-            offsets[held.transactional] = np.arange(base, base + len(held.transactional))
-            end = max(end, e)
-            txs = [""] * n
-            for i, tx in zip(held.transactional, ids, strict=True):
-                txs[int(i)] = tx
-        return offsets, end, txs
+        return result
 
     @rpc(s.EndTransactionResponse)
     async def EndTransaction(self, request, context):
@@ -407,107 +341,6 @@ class MessagingService(ConsumptionRpcs, service_pb2_grpc.MessagingServiceService
                 )
             )
         return s.EndTransactionResponse(status=OK)
-
-    def _plan_columns(
-        self, cols: SendColumns, topic: str, cfg: TopicConfig, explicit: bool, now: int
-    ) -> _Plan | None:
-        """The appends of a request whose every message passes the checks, worked out column by column.
-
-        None when some message fails a check: `_plan_per_message` then reports the first one. Queues are
-        chosen as there: the named queue id, else the Guava hash of the message group, else the one
-        round-robin queue of the request.
-        """
-        types = message_types(cols)
-        if not columns_valid(cols, types, self.cluster.config.max_body_size, now, cfg.message_type):
-            return None
-        qids = self._queue_ids(cols, cfg.queues, explicit)
-        if qids is None:
-            return None
-        rr_first = qids.index(-1) if -1 in qids else None
-        bodies = cols.body
-        if cols.body_encoding is not None and d.GZIP in cols.body_encoding:
-            bodies = list(bodies)
-            for i, encoding in enumerate(cols.body_encoding):
-                if encoding != d.GZIP:
-                    continue
-                try:
-                    bodies[i] = decode_body(bodies[i], d.GZIP)
-                except Exception as e:
-                    if rr_first is not None and rr_first <= i:
-                        self.broker.next_queue(topic, cfg.queues)  # as far as the per-message loop gets
-                    raise SendRejected(
-                        d.MESSAGE_CORRUPTED, f"message #{i}: GZIP body cannot be decoded: {e}"
-                    ) from e
-        if rr_first is not None:
-            rr = self.broker.next_queue(topic, cfg.queues)
-            qids = [rr if q < 0 else q for q in qids]
-        mcols = message_columns(cols, bodies, types, now)
-        if qids.count(qids[0]) == cols.n:
-            return mcols.message_id, [(qids[0], mcols, slice(None))]
-        by_queue = np.asarray(qids)
-        order = np.argsort(by_queue, kind="stable")
-        groups = np.split(order, np.flatnonzero(np.diff(by_queue[order])) + 1)
-        groups.sort(key=lambda idx: idx[0])  # queues in order of first appearance, as per message
-        return mcols.message_id, [(qids[idx[0]], mcols.take(idx), idx) for idx in groups]
-
-    @staticmethod
-    def _queue_ids(cols: SendColumns, queues: int, explicit: bool) -> list[int] | None:
-        """Each message's queue id (-1: the round-robin queue); None when a named queue id is out of range."""
-        n = cols.n
-        named = cols.queue_id
-        if explicit:
-            qids = named or [0] * n
-            return qids if 0 <= min(qids) and max(qids) < queues else None
-        if named is not None:
-            nonzero = [q for q in named if q]
-            if nonzero and not (0 <= min(nonzero) and max(nonzero) < queues):
-                return None
-        groups = cols.message_group
-        if groups is None:
-            return [q or -1 for q in named] if named is not None else [-1] * n
-        hashed = {g: guava_consistent_hash(java_string_hash(g), queues) for g in set(groups) if g is not None}
-        return [
-            q or (-1 if g is None else hashed[g]) for q, g in zip(named or repeat(0, n), groups, strict=True)
-        ]
-
-    def _plan_per_message(self, msgs, topic: str, cfg: TopicConfig, explicit: bool, now: int) -> _Plan:
-        """The appends of a request checked message by message: SendRejected names the first failing message
-        and its first failing check."""
-        max_body = self.cluster.config.max_body_size
-        per_queue: dict[int, tuple[MessageColumns, list[int]]] = {}
-        rr_queue = -1
-        for i, m in enumerate(msgs):
-            sp = m.system_properties
-            delivery = check_message(i, m, sp, max_body, now)
-            check_type(i, derive_message_type(sp), topic, cfg.message_type)
-            if explicit or sp.queue_id:
-                qid = sp.queue_id
-                if not 0 <= qid < cfg.queues:
-                    raise SendRejected(
-                        d.BAD_REQUEST,
-                        f"message #{i}: queue_id {qid} is outside 0..{cfg.queues - 1} of {topic}",
-                    )
-            elif sp.HasField("message_group"):
-                qid = guava_consistent_hash(java_string_hash(sp.message_group), cfg.queues)
-            else:
-                if rr_queue < 0:
-                    rr_queue = self.broker.next_queue(topic, cfg.queues)
-                qid = rr_queue
-            body = m.body
-            if sp.body_encoding == d.GZIP:
-                try:
-                    body = decode_body(body, d.GZIP)
-                except Exception as e:
-                    raise SendRejected(
-                        d.MESSAGE_CORRUPTED, f"message #{i}: GZIP body cannot be decoded: {e}"
-                    ) from e
-            slot = per_queue.get(qid)
-            if slot is None:
-                slot = per_queue[qid] = (MessageColumns(), [])
-            add_message(slot[0], m, sp, body, delivery)
-            slot[1].append(i)
-        message_ids = pa.array([m.system_properties.message_id for m in msgs], pa.string())
-        return message_ids, [(qid, qcols, np.asarray(idxs)) for qid, (qcols, idxs) in per_queue.items()]
 
     # ------------------------------------------------------------------ pull / offsets
     @rpc(s.PullMessageResponse, stream=True)

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 import pyarrow as pa
 
 from .filtering import MessageFilter
-from .held import columns_of
+from .parked import columns_of
 from .store.journal import JournaledTable
 from .store.message_store import FOUND, NO_MATCHED_MSG, OFFSET_ILLEGAL, MessageStore
 

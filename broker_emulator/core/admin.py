@@ -1,0 +1,153 @@
+"""The admin verbs of the emulator (what `python -m broker_emulator admin` and the extension's Admin RPC
+run): plain functions of the cluster, one table naming them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .cluster import Cluster
+
+
+class ClusterAdmin:
+    """The cluster's admin operations; arguments and results are JSON-compatible values."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+
+    def create_topic(
+        self,
+        name: str,
+        queues: int | None = None,
+        message_type: str = "MIXED",
+        brokers: list[str] | None = None,
+    ) -> dict:
+        for b in brokers or []:
+            self.cluster.broker(b)  # unknown broker names are an error, not an empty topic
+        cfgs = self.cluster.create_topic(name, queues, message_type, brokers)
+        served = [b.name for b in self.cluster.brokers if brokers is None or b.name in brokers]
+        return {"topic": name, "brokers": served, "queues": cfgs[0].queues}
+
+    def topics(self, topic: str | None = None) -> list[dict]:
+        out = []
+        for b in self.cluster.brokers:
+            for name, cfg in sorted(b.store.topics.items()):
+                if topic and name != topic:
+                    continue
+                for qid in range(cfg.queues):
+                    lo, hi = b.store.min_max(name, qid)
+                    out.append(
+                        {
+                            "topic": name,
+                            "broker": b.name,
+                            "queue": qid,
+                            "min_offset": lo,
+                            "max_offset": hi,
+                            "message_type": cfg.message_type,
+                        }
+                    )
+        return out
+
+    def groups(self) -> dict:
+        clients = [c.to_dict() for c in self.cluster.clients.snapshot()]
+        groups: dict[str, dict] = {}
+        for b in self.cluster.brokers:
+            for group, topic, _qid, _off in b.store.consumer_offsets():
+                g = groups.setdefault(group, {"group": group, "topics": set(), "clients": 0})
+                g["topics"].add(topic)
+        for c in clients:
+            if c["group"]:
+                g = groups.setdefault(c["group"], {"group": c["group"], "topics": set(), "clients": 0})
+                g["clients"] += 1
+                g["topics"].update(c["topics"])
+        return {
+            "clients": clients,
+            "groups": [
+                {**g, "topics": sorted(g["topics"])}
+                for g in sorted(groups.values(), key=lambda x: x["group"])
+            ],
+        }
+
+    def update_group(self, group: str, max_retries: int | None = None, fifo: bool | None = None) -> dict:
+        cfg = self.cluster.update_group(group, max_retries, fifo)
+        return {"group": group, "max_retries": cfg.max_retries, "fifo": cfg.fifo}
+
+    def lag(self, group: str | None = None, topic: str | None = None) -> list[dict]:
+        """Per group and queue: committed offsets (pull consumers, UpdateOffset) and POP progress (mode pop,
+        including the group's retry topics), with the messages still in flight for POP groups."""
+        out = []
+        for b in self.cluster.brokers:
+            rows = [(g, t, q, off, "pull") for g, t, q, off in b.store.consumer_offsets()]
+            inflight: dict[tuple[str, str, int], int] = {}
+            if b.pop is not None:
+                rows += [(g, t, q, off, "pop") for g, t, q, off in b.pop.progress()]
+                for inf in b.pop.inflight.values():
+                    key = (inf.group, inf.source, inf.queue_id)
+                    inflight[key] = inflight.get(key, 0) + 1
+            for g, t, qid, off, mode in sorted(rows):
+                if (group and g != group) or (topic and t != topic and not t.endswith("_" + topic)):
+                    continue
+                lo, hi = b.store.min_max(t, qid)
+                out.append(
+                    {
+                        "group": g,
+                        "topic": t,
+                        "broker": b.name,
+                        "queue": qid,
+                        "mode": mode,
+                        "committed": off,
+                        "min_offset": lo,
+                        "max_offset": hi,
+                        "lag": max(hi - max(off, lo), 0),
+                        "inflight": inflight.get((g, t, qid), 0),
+                    }
+                )
+        return out
+
+    def fault(self, broker: str, clear: bool = False, **faults) -> dict:
+        target = self.cluster.broker(broker)
+        return {"broker": broker, "faults": target.clear_faults() if clear else target.set_fault(**faults)}
+
+    def stats(self) -> dict:
+        return {
+            "brokers": [
+                {
+                    **b.store.stats(),
+                    "endpoint": b.endpoint,
+                    "faults": b.faults.current.to_dict(),
+                    "pop": b.pop.stats() if b.pop else {},
+                    "delayed_pending": b.delay.pending if b.delay else 0,
+                    "transactions_pending": b.transactions.pending if b.transactions else 0,
+                }
+                for b in self.cluster.brokers
+            ],
+            "clients": len(self.cluster.clients.snapshot()),
+            "held_requests": sum(b.polling.held for b in self.cluster.brokers if b.polling is not None),
+        }
+
+    def reload_acl(self) -> dict:
+        return self.cluster.acl.reload()
+
+
+@dataclass(frozen=True)
+class AdminVerb:
+    run: Callable[..., object]
+    mutating: bool  # changes the cluster: only ACL accounts with "admin": true may run it
+    help: str
+
+
+ADMIN_VERBS: dict[str, AdminVerb] = {
+    "create-topic": AdminVerb(ClusterAdmin.create_topic, True, "create or grow a topic on every broker"),
+    "topics": AdminVerb(ClusterAdmin.topics, False, "per queue: min/max offset"),
+    "groups": AdminVerb(ClusterAdmin.groups, False, "clients and consumer groups"),
+    "update-group": AdminVerb(
+        ClusterAdmin.update_group, True, "set a consumer group's max retries / FIFO mode"
+    ),
+    "lag": AdminVerb(ClusterAdmin.lag, False, "per group and queue: committed offset, max offset, lag"),
+    "fault": AdminVerb(ClusterAdmin.fault, True, "set or clear faults on a broker"),
+    "stats": AdminVerb(ClusterAdmin.stats, False, "per-broker store and server statistics"),
+    "reload-acl": AdminVerb(
+        ClusterAdmin.reload_acl, True, "re-read the --acl file now (an invalid file keeps the current ACL)"
+    ),
+}
+MUTATING_ADMIN_VERBS = frozenset(name for name, verb in ADMIN_VERBS.items() if verb.mutating)

@@ -1,0 +1,166 @@
+"""Storing a send request on one broker, whatever protocol carried it (apache/rocketmq
+`SendMessageProcessor`): checks, queue choice, delayed and transactional messages, durability.
+
+Queue choice, per message: the queue the sender named (`explicit_queue`, or a non-zero queue id), else the
+Guava consistent hash of its message group's Java hashCode (FIFO), else the request's one round-robin queue.
+"""
+
+from __future__ import annotations
+
+import gzip
+import time
+import zlib
+from dataclasses import dataclass
+from itertools import repeat
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+
+from rocketmq_protocol.hashing import guava_consistent_hash, java_string_hash
+
+from .errors import BrokerError, ErrorKind
+from .send_columns import SendColumns, message_columns, message_types
+from .store.records import MessageColumns
+from .validation import columns_valid, first_violation
+from .waiting_rows import WaitingRows, waiting_rows
+
+if TYPE_CHECKING:
+    from .cluster import Broker, Cluster
+
+
+@dataclass
+class SendResult:
+    """Per message, in request order: its id, its queue offset, and its transaction id (half messages only)."""
+
+    message_ids: pa.StringArray
+    queue_ids: np.ndarray
+    offsets: np.ndarray
+    transaction_ids: list[str] | None
+
+
+def decompress(body: bytes) -> bytes:
+    """A compressed body: gzip (v2 clients) or zlib (remoting clients' COMPRESSED_FLAG)."""
+    return gzip.decompress(body) if body[:2] == b"\x1f\x8b" else zlib.decompress(body)
+
+
+def _queue_ids(cols: SendColumns, topic: str, queues: int, explicit: bool) -> list[int]:
+    """Each message's queue id (-1: the round-robin queue); BrokerError naming the first message whose
+    named queue is out of range."""
+    n = cols.n
+    named = cols.queue_id
+    given = (named or [0] * n) if explicit else named or []
+    for i, q in enumerate(given):
+        if not 0 <= q < queues and (explicit or q):
+            raise BrokerError(
+                ErrorKind.QUEUE_NOT_FOUND, f"message #{i}: queue_id {q} is outside 0..{queues - 1} of {topic}"
+            )
+    qids = given if explicit else [q or -1 for q in named] if named is not None else [-1] * n
+    groups = cols.message_group
+    if groups is None or explicit:
+        return qids
+    hashed = {g: guava_consistent_hash(java_string_hash(g), queues) for g in set(groups) if g is not None}
+    return [
+        q if q >= 0 or g is None else hashed[g] for q, g in zip(qids, groups or repeat(None, n), strict=True)
+    ]
+
+
+def _bodies(cols: SendColumns) -> list[bytes]:
+    """The messages' bodies as stored: compressed ones decompressed."""
+    if cols.compressed is None:
+        return cols.body
+    bodies = list(cols.body)
+    for i, packed in enumerate(cols.compressed):
+        if packed:
+            try:
+                bodies[i] = decompress(bodies[i])
+            except Exception as e:
+                raise BrokerError(
+                    ErrorKind.MESSAGE_CORRUPTED, f"message #{i}: compressed body cannot be decoded: {e}"
+                ) from e
+    return bodies
+
+
+def send(
+    cluster: Cluster, broker: Broker, topic: str, cols: SendColumns, *, explicit_queue: bool, producer: str
+) -> tuple[SendResult, int]:
+    """Checks and stores the request's messages on `broker` (topic = the stored name). Returns the result
+    and the store position to await for durability; raises BrokerError with nothing stored."""
+    if not cols.n:
+        raise BrokerError(ErrorKind.MESSAGE_CORRUPTED, "the request holds no message")
+    if not cluster.ensure_topic(topic):
+        raise BrokerError(ErrorKind.TOPIC_NOT_FOUND, f"topic {topic} does not exist")
+    store = broker.store
+    cfg = store.topics.get(topic)
+    if cfg is None:
+        raise BrokerError(ErrorKind.TOPIC_NOT_FOUND, f"topic {topic} is not served by {broker.name}")
+    if broker.faults.current.read_only or not cfg.perm & 2:
+        raise BrokerError(
+            ErrorKind.NO_WRITE_PERMISSION, f"{broker.name} does not accept writes to {topic} (read-only)"
+        )
+    if broker.faults.send_fails():
+        raise BrokerError(ErrorKind.INTERNAL, f"{broker.name}: injected send failure")
+    now = int(time.time() * 1000)
+    types = message_types(cols)
+    max_body = cluster.config.max_body_size
+    if not columns_valid(cols, types, max_body, now, cfg.message_type):
+        first_violation(cols, types, max_body, now, topic, cfg.message_type)
+    qids = _queue_ids(cols, topic, cfg.queues, explicit_queue)
+    bodies = _bodies(cols)
+    if -1 in qids:
+        rr = broker.next_queue(topic, cfg.queues)
+        qids = [rr if q < 0 else q for q in qids]
+    mcols = message_columns(cols, bodies, types, now)
+    n = cols.n
+    if qids.count(qids[0]) == n:
+        appends: list[tuple[int, MessageColumns, np.ndarray | slice]] = [(qids[0], mcols, slice(None))]
+    else:
+        by_queue = np.asarray(qids)
+        order = np.argsort(by_queue, kind="stable")
+        groups = np.split(order, np.flatnonzero(np.diff(by_queue[order])) + 1)
+        groups.sort(key=lambda idx: idx[0])  # queues in order of first appearance
+        appends = [(qids[idx[0]], mcols.take(idx), idx) for idx in groups]
+    offsets = np.empty(n, np.int64)
+    end = 0
+    tx_ids: list[str] | None = None
+    for qid, qcols, idxs in appends:
+        waiting = waiting_rows(qcols, now)
+        if waiting is None:
+            base, end_pos = store.append(topic, qid, qcols)
+            offsets[idxs] = np.arange(base, base + len(qcols))
+        else:
+            part, end_pos, txs = _append_waiting(broker, topic, qid, qcols, waiting, producer)
+            offsets[idxs] = part
+            if txs:
+                tx_ids = tx_ids or [""] * n
+                for i, tx in zip(np.arange(n)[idxs], txs, strict=True):
+                    tx_ids[int(i)] = tx
+        end = max(end, end_pos)
+    return SendResult(mcols.message_id, np.asarray(qids), offsets, tx_ids), end
+
+
+def _append_waiting(
+    broker: Broker, topic: str, qid: int, cols: MessageColumns, waiting: WaitingRows, producer: str
+) -> tuple[np.ndarray, int, list[str] | None]:
+    """Appends a queue's messages where some wait: delayed ones for their time, half messages for the end
+    of their transaction. Returns (per-message offsets, durable end, per-message transaction ids or None)."""
+    assert broker.delay is not None and broker.transactions is not None
+    n = len(cols)
+    offsets = np.zeros(n, np.int64)
+    end = 0
+    txs: list[str] | None = None
+    if len(waiting.normal):
+        base, end = broker.store.append(topic, qid, cols.take(waiting.normal))
+        offsets[waiting.normal] = np.arange(base, base + len(waiting.normal))
+    if len(waiting.delayed):
+        base, e = broker.delay.schedule(topic, qid, cols.take(waiting.delayed), waiting.due)
+        offsets[waiting.delayed] = np.arange(base, base + len(waiting.delayed))
+        end = max(end, e)
+    if len(waiting.transactional):
+        ids, base, e = broker.transactions.prepare(topic, qid, cols.take(waiting.transactional), producer)
+        offsets[waiting.transactional] = np.arange(base, base + len(waiting.transactional))
+        end = max(end, e)
+        txs = [""] * n
+        for i, tx in zip(waiting.transactional, ids, strict=True):
+            txs[int(i)] = tx
+    return offsets, end, txs

@@ -1,0 +1,93 @@
+"""rocketmq_emulator.v1.EmulatorService: unary bulk pull (Arrow IPC) and the admin verbs."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from rocketmq_protocol.extension import pb, pb_grpc
+from rocketmq_protocol.extension.arrow_payload import encode_payload
+from rocketmq_protocol.grpc_v2 import definition_pb2 as d
+from rocketmq_protocol.names import group_error, topic_error
+
+from ..core.admin import ADMIN_VERBS, MUTATING_ADMIN_VERBS, ClusterAdmin
+from ..core.cluster import Broker, Cluster
+from ..core.filtering import FilterError, parse_filter
+from ..core.long_polling import LongPollingService
+from ..core.pulling import pull
+from ..grpc_v2.access import check_access
+from ..grpc_v2.codes import pull_status
+from ..grpc_v2.common import apply_faults, polling_timeout
+
+log = logging.getLogger(__name__)
+
+BULK_MAX_MESSAGES = 65536
+BULK_DEFAULT_MAX_BYTES = 16 * 1024 * 1024
+
+
+class ExtensionService(pb_grpc.EmulatorServiceServicer):
+    def __init__(self, cluster: Cluster, broker: Broker, polling: LongPollingService) -> None:
+        self.cluster = cluster
+        self.broker = broker
+        self.store = broker.store
+        self.polling = polling
+        self.admin = ClusterAdmin(cluster)
+
+    async def BulkPull(self, request, context):
+        await apply_faults(self.broker, context)
+        _, denied = check_access(self.cluster, "BulkPull", request, context)
+        if denied is not None:
+            return pb.BulkPullResponse(code=denied.code, message=denied.message)
+        topic = request.topic
+        err = topic_error(topic) or group_error(request.group)
+        if err:
+            return pb.BulkPullResponse(code=d.BAD_REQUEST, message=err)
+        cfg = self.store.topics.get(topic)
+        if cfg is None:
+            return pb.BulkPullResponse(
+                code=d.TOPIC_NOT_FOUND, message=f"topic {topic} is not served by {self.broker.name}"
+            )
+        qid = request.queue_id
+        if not 0 <= qid < cfg.queues:
+            return pb.BulkPullResponse(
+                code=d.BAD_REQUEST, message=f"queue id {qid} of topic {topic} is outside 0..{cfg.queues - 1}"
+            )
+        try:
+            flt = parse_filter(request.filter.type, request.filter.expression)
+        except FilterError as e:
+            return pb.BulkPullResponse(code=d.ILLEGAL_FILTER_EXPRESSION, message=str(e))
+        n = min(max(request.max_messages, 1), BULK_MAX_MESSAGES)
+        max_bytes = request.max_bytes if request.max_bytes > 0 else BULK_DEFAULT_MAX_BYTES
+        timeout = polling_timeout(request.long_polling_timeout_ms / 1000.0, context)
+        result = await pull(self.store, self.polling, topic, qid, request.offset, n, max_bytes, flt, timeout)
+        code, msg = pull_status(result)
+        payload = encode_payload(result.table) if result.table is not None else b""
+        return pb.BulkPullResponse(
+            code=code,
+            message=msg,
+            next_offset=result.next_offset,
+            min_offset=result.min_offset,
+            max_offset=result.max_offset,
+            count=result.count,
+            arrow_ipc=payload,
+        )
+
+    async def Admin(self, request, context):
+        account, denied = check_access(self.cluster, "Admin", request, context)
+        if denied is not None:
+            return pb.AdminResponse(code=denied.code, message=denied.message)
+        if account is not None and not account.admin and request.verb in MUTATING_ADMIN_VERBS:
+            return pb.AdminResponse(
+                code=d.FORBIDDEN,
+                message=f"access key {account.access_key!r} may not run admin verb {request.verb!r} "
+                f'(verbs {", ".join(sorted(MUTATING_ADMIN_VERBS))} need "admin": true in its ACL account)',
+            )
+        try:
+            args = json.loads(request.args_json) if request.args_json else {}
+            verb = ADMIN_VERBS.get(request.verb)
+            if verb is None:
+                return pb.AdminResponse(code=d.BAD_REQUEST, message=f"unknown admin verb {request.verb!r}")
+            result = verb.run(self.admin, **args)
+        except (ValueError, KeyError, TypeError) as e:
+            return pb.AdminResponse(code=d.BAD_REQUEST, message=str(e))
+        return pb.AdminResponse(code=d.OK, message="OK", result_json=json.dumps(result))
