@@ -28,10 +28,10 @@ import grpc
 from connector.client import PullStatus, QueueInfo, get_client
 from connector.config import ClientConfig
 from rocketmq_protocol.extension import pb, pb_grpc
-from rocketmq_protocol.extension.arrow_payload import decode_payload as ipc_to_table
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from rocketmq_protocol.grpc_v2 import service_pb2 as s
 from rocketmq_protocol.grpc_v2 import service_pb2_grpc as sg
+from rocketmq_protocol.message_schema import ipc_to_table
 
 TOPIC = "bench"
 WARMUP_TOPIC = "bench-warmup"

@@ -13,7 +13,6 @@ from collections.abc import Sequence
 import grpc
 
 from rocketmq_protocol.extension import pb, pb_grpc
-from rocketmq_protocol.extension.arrow_payload import decode_payload as ipc_to_table
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from rocketmq_protocol.grpc_v2 import service_pb2 as s
 from rocketmq_protocol.grpc_v2 import service_pb2_grpc as sg
@@ -22,6 +21,7 @@ from rocketmq_protocol.grpc_v2.headers import (
     EXPLICIT_QUEUE_HEADER,
     LANGUAGE_HEADER,
 )
+from rocketmq_protocol.message_schema import ipc_to_table
 from rocketmq_protocol.signature import signed_headers
 
 from .core.admin import ADMIN_VERBS

@@ -26,12 +26,11 @@ import grpc
 import pyarrow as pa
 
 from rocketmq_protocol.extension import pb, pb_grpc
-from rocketmq_protocol.extension.arrow_payload import decode_payload
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from rocketmq_protocol.grpc_v2 import service_pb2 as s
 from rocketmq_protocol.grpc_v2 import service_pb2_grpc
 from rocketmq_protocol.hashing import java_string_hash
-from rocketmq_protocol.message_schema import MESSAGE_SCHEMA
+from rocketmq_protocol.message_schema import MESSAGE_SCHEMA, ipc_to_table
 from rocketmq_protocol.signature import AUTHORIZATION_HEADER, DATE_TIME_HEADER, authorization, date_time_now
 
 from .config import FILTER_SQL, ClientConfig, FilterSpec
@@ -466,7 +465,7 @@ class RocketMQClient:
             on_unimplemented=unimplemented,
         )
         status = _pull_status(resp.code, resp.message, offset, resp.next_offset, endpoint, "BulkPull")
-        table = decode_payload(resp.arrow_ipc) if resp.arrow_ipc else MESSAGE_SCHEMA.empty_table()
+        table = ipc_to_table(resp.arrow_ipc) if resp.arrow_ipc else MESSAGE_SCHEMA.empty_table()
         return PullResult(status, resp.next_offset, resp.min_offset, resp.max_offset, table, PROTOCOL_BULK)
 
     def _standard_pull(

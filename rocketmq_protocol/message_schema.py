@@ -1,5 +1,6 @@
-"""The Arrow layout of stored messages: the emulator's consume-queue segments, the bulk-pull payload, and the
-table a client's pull decodes into before the reader turns it into Spark rows.
+"""The Arrow layout of stored messages: the emulator's consume-queue segments and commit-log records, the
+bulk-pull payload (Arrow IPC, `table_to_ipc`), and the table a client's pull decodes into before the reader
+turns it into Spark rows.
 
 Topic, broker and queue are implied by where the rows come from; timestamps are epoch milliseconds;
 `tag_code` is the Java `String.hashCode` of the tag (0 when untagged); `message_type` is the v2 MessageType
@@ -32,3 +33,29 @@ MESSAGE_SCHEMA = pa.schema(
 # `message_type` values (the numbers of apache.rocketmq.v2 MessageType).
 NORMAL, FIFO, DELAY, TRANSACTION = 1, 2, 3, 4
 MESSAGE_TYPE_NAMES = {NORMAL: "NORMAL", FIFO: "FIFO", DELAY: "DELAY", TRANSACTION: "TRANSACTION"}
+
+
+def table_to_ipc(batch: pa.RecordBatch | pa.Table) -> bytes:
+    """Serializes a batch or table as one Arrow IPC stream.
+
+    The stream is sized first (a mock write copies nothing) and then written into one buffer of exactly
+    that size, instead of a growing one that is copied at every doubling.
+    """
+
+    def write(sink: pa.NativeFile) -> None:
+        with pa.ipc.new_stream(sink, MESSAGE_SCHEMA) as writer:
+            if isinstance(batch, pa.Table):
+                writer.write_table(batch)
+            else:
+                writer.write_batch(batch)
+
+    mock = pa.MockOutputStream()
+    write(mock)
+    buf = pa.allocate_buffer(mock.size())
+    write(pa.FixedSizeBufferWriter(buf))
+    return buf.to_pybytes()
+
+
+def ipc_to_table(payload: bytes | memoryview) -> pa.Table:
+    """Reads one Arrow IPC stream of MESSAGE_SCHEMA rows without copying the buffers."""
+    return pa.ipc.open_stream(pa.py_buffer(payload)).read_all()

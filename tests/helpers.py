@@ -16,9 +16,9 @@ import pyarrow as pa
 from google.protobuf import duration_pb2, timestamp_pb2
 
 from rocketmq_protocol.extension import pb
-from rocketmq_protocol.extension.arrow_payload import decode_payload as ipc_to_table
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from rocketmq_protocol.grpc_v2 import service_pb2 as s
+from rocketmq_protocol.message_schema import ipc_to_table
 
 CLIENT_ID = "pytest-emulator-client"
 CLIENT_MD: tuple[tuple[str, str], ...] = (("x-mq-client-id", CLIENT_ID),)

@@ -32,7 +32,7 @@ from rocketmq import (
 
 from broker_emulator import Emulator
 from broker_emulator.admin import AdminClient, AdminError
-from broker_emulator.core.acl import AclError, Denied, authenticate, load_acl, parse_acl
+from broker_emulator.core.acl import AclError, Denial, Denied, authenticate, load_acl, parse_acl
 from connector.client import RocketMQClient, close_clients
 from connector.config import ClientConfig
 from connector.errors import RetriesExhaustedError
@@ -208,7 +208,7 @@ def test_signature_check_and_secret_kept_out_of_reprs() -> None:
     ]:
         with pytest.raises(Denied) as e:
             authenticate(acl, headers)
-        assert e.value.code == d.UNAUTHORIZED and reason in e.value.message
+        assert e.value.kind == Denial.UNAUTHORIZED and reason in e.value.message
         assert SECRET not in e.value.message and WRONG_SECRET not in e.value.message
     assert SECRET not in repr(acl) + repr(acl.accounts) + str(list(acl.accounts.values()))
 
@@ -273,7 +273,7 @@ def test_official_client_without_permission_is_forbidden(secured: Emulator) -> N
         m.topic, m.body = OTHER_TOPIC, b"no PUB here"
         with pytest.raises(ForbiddenException) as e:
             producer.send(m)
-        assert e.value.code == d.FORBIDDEN and "lacks PUB on topic 'secured_other'" in str(e.value)
+        assert e.value.kind == Denial.FORBIDDEN and "lacks PUB on topic 'secured_other'" in str(e.value)
     finally:
         producer.shutdown()
     consumer = SimpleConsumer(
@@ -283,7 +283,7 @@ def test_official_client_without_permission_is_forbidden(secured: Emulator) -> N
     try:
         with pytest.raises(ForbiddenException) as e:
             consumer.receive(1, 15)
-        assert e.value.code == d.FORBIDDEN and f"lacks SUB on group '{GROUP}'" in str(e.value)
+        assert e.value.kind == Denial.FORBIDDEN and f"lacks SUB on group '{GROUP}'" in str(e.value)
     finally:
         consumer.shutdown()
 

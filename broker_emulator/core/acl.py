@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from rocketmq_protocol.signature import (
     AUTHORIZATION_HEADER,
     DATE_TIME_FORMAT,
@@ -59,12 +58,17 @@ class AclError(ValueError):
     """An ACL file or dict that cannot be used; the message names the file, the account and the field."""
 
 
-class Denied(Exception):
-    """A request the ACL refuses: `code` is UNAUTHORIZED (who is asking is not established) or FORBIDDEN."""
+class Denial(enum.Enum):
+    UNAUTHORIZED = "UNAUTHORIZED"  # no valid credentials
+    FORBIDDEN = "FORBIDDEN"  # valid credentials, permission missing
 
-    def __init__(self, code: int, message: str) -> None:
+
+class Denied(Exception):
+    """A request the ACL refuses; each front end maps `kind` to its protocol's code."""
+
+    def __init__(self, kind: Denial, message: str) -> None:
         super().__init__(message)
-        self.code = code
+        self.kind = kind
         self.message = message
 
 
@@ -177,7 +181,7 @@ def _parse_authorization(value: str) -> tuple[str, str]:
     try:
         return parse_authorization(value)
     except ValueError as e:
-        raise Denied(d.UNAUTHORIZED, str(e)) from None
+        raise Denied(Denial.UNAUTHORIZED, str(e)) from None
 
 
 def _check_date_time(value: str, now: float) -> None:
@@ -187,14 +191,14 @@ def _check_date_time(value: str, now: float) -> None:
         stamp = datetime.strptime(value, DATE_TIME_FORMAT)
     except ValueError:
         raise Denied(
-            d.UNAUTHORIZED, f"{DATE_TIME_HEADER} {value!r} is not a date like 20240131T235959Z"
+            Denial.UNAUTHORIZED, f"{DATE_TIME_HEADER} {value!r} is not a date like 20240131T235959Z"
         ) from None
     utc = datetime.fromtimestamp(now, UTC).replace(tzinfo=None)
     local = datetime.fromtimestamp(now)
     skew = min(abs((stamp - utc).total_seconds()), abs((stamp - local).total_seconds()))
     if skew > MAX_CLOCK_SKEW_S:
         raise Denied(
-            d.UNAUTHORIZED,
+            Denial.UNAUTHORIZED,
             f"{DATE_TIME_HEADER} {value} is {skew:.0f} s away from the server's clock "
             f"(at most {MAX_CLOCK_SKEW_S} s accepted)",
         )
@@ -204,19 +208,23 @@ def authenticate(acl: Acl, metadata: Mapping[str, str], now: float | None = None
     """The account whose secret key signed the request; Denied(UNAUTHORIZED) otherwise."""
     header = metadata.get(AUTHORIZATION_HEADER)
     if not header:
-        raise Denied(d.UNAUTHORIZED, "the request carries no authorization header (credentials required)")
+        raise Denied(
+            Denial.UNAUTHORIZED, "the request carries no authorization header (credentials required)"
+        )
     access_key, signature = _parse_authorization(header)
     if not access_key:
-        raise Denied(d.UNAUTHORIZED, "the request carries no access key (credentials required)")
+        raise Denied(Denial.UNAUTHORIZED, "the request carries no access key (credentials required)")
     account = acl.accounts.get(access_key)
     if account is None:
-        raise Denied(d.UNAUTHORIZED, f"access key {access_key!r} is unknown")
+        raise Denied(Denial.UNAUTHORIZED, f"access key {access_key!r} is unknown")
     date_time = metadata.get(DATE_TIME_HEADER, "")
     if not date_time:
-        raise Denied(d.UNAUTHORIZED, f"the request carries no {DATE_TIME_HEADER} header")
+        raise Denied(Denial.UNAUTHORIZED, f"the request carries no {DATE_TIME_HEADER} header")
     _check_date_time(date_time, time.time() if now is None else now)
     if not signature_matches(account.secret_key, date_time, signature):
-        raise Denied(d.UNAUTHORIZED, f"signature mismatch for access key {access_key!r} (wrong secret key?)")
+        raise Denied(
+            Denial.UNAUTHORIZED, f"signature mismatch for access key {access_key!r} (wrong secret key?)"
+        )
     return account
 
 
@@ -226,12 +234,12 @@ def authorize(account: Account, needs: tuple[Need, ...]) -> None:
         have = account.topic_perm(need.name) if need.kind == "topic" else account.group_perm(need.name)
         if need.perm and not have & need.perm:
             raise Denied(
-                d.FORBIDDEN,
+                Denial.FORBIDDEN,
                 f"access key {account.access_key!r} lacks {need.perm.name} on {need.kind} {need.name!r}",
             )
         if not need.perm and not have:  # any permission on the resource will do (e.g. QueryRoute)
             raise Denied(
-                d.FORBIDDEN,
+                Denial.FORBIDDEN,
                 f"access key {account.access_key!r} has no permission on {need.kind} {need.name!r}",
             )
 

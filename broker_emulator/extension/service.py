@@ -6,8 +6,8 @@ import json
 import logging
 
 from rocketmq_protocol.extension import pb, pb_grpc
-from rocketmq_protocol.extension.arrow_payload import encode_payload
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
+from rocketmq_protocol.message_schema import table_to_ipc
 from rocketmq_protocol.names import group_error, topic_error
 
 from ..core.admin import ADMIN_VERBS, MUTATING_ADMIN_VERBS, ClusterAdmin
@@ -16,7 +16,7 @@ from ..core.filtering import FilterError, parse_filter
 from ..core.long_polling import LongPollingService
 from ..core.pulling import pull
 from ..grpc_v2.access import check_access
-from ..grpc_v2.codes import pull_status
+from ..grpc_v2.codes import code_of, pull_status
 from ..grpc_v2.common import apply_faults, polling_timeout
 
 log = logging.getLogger(__name__)
@@ -37,7 +37,7 @@ class ExtensionService(pb_grpc.EmulatorServiceServicer):
         await apply_faults(self.broker, context)
         _, denied = check_access(self.cluster, "BulkPull", request, context)
         if denied is not None:
-            return pb.BulkPullResponse(code=denied.code, message=denied.message)
+            return pb.BulkPullResponse(code=code_of(denied), message=denied.message)
         topic = request.topic
         err = topic_error(topic) or group_error(request.group)
         if err:
@@ -61,7 +61,7 @@ class ExtensionService(pb_grpc.EmulatorServiceServicer):
         timeout = polling_timeout(request.long_polling_timeout_ms / 1000.0, context)
         result = await pull(self.store, self.polling, topic, qid, request.offset, n, max_bytes, flt, timeout)
         code, msg = pull_status(result)
-        payload = encode_payload(result.table) if result.table is not None else b""
+        payload = table_to_ipc(result.table) if result.table is not None else b""
         return pb.BulkPullResponse(
             code=code,
             message=msg,
@@ -75,7 +75,7 @@ class ExtensionService(pb_grpc.EmulatorServiceServicer):
     async def Admin(self, request, context):
         account, denied = check_access(self.cluster, "Admin", request, context)
         if denied is not None:
-            return pb.AdminResponse(code=denied.code, message=denied.message)
+            return pb.AdminResponse(code=code_of(denied), message=denied.message)
         if account is not None and not account.admin and request.verb in MUTATING_ADMIN_VERBS:
             return pb.AdminResponse(
                 code=d.FORBIDDEN,

@@ -8,9 +8,7 @@ from typing import Any
 
 import grpc
 
-from rocketmq_protocol.grpc_v2 import definition_pb2 as d
-
-from ..core.acl import Account, Denied, Need, Perm
+from ..core.acl import Account, Denial, Denied, Need, Perm
 from ..core.cluster import Cluster
 from .messages import wrap_namespace
 
@@ -75,7 +73,7 @@ def check_access(
     try:
         return guard.check(md, needs), None
     except Denied as e:
-        log.info("%s refused (%s): %s", rpc, d.Code.Name(e.code), e.message)
+        log.info("%s refused (%s): %s", rpc, e.kind.value, e.message)
         return None, e
 
 
@@ -83,6 +81,6 @@ def grpc_code(denied: Denied) -> grpc.StatusCode:
     """The gRPC status for RPCs without an in-band status (Telemetry)."""
     return (
         grpc.StatusCode.UNAUTHENTICATED
-        if denied.code == d.UNAUTHORIZED
+        if denied.kind == Denial.UNAUTHORIZED
         else grpc.StatusCode.PERMISSION_DENIED
     )

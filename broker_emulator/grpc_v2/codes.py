@@ -5,10 +5,13 @@ from __future__ import annotations
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from rocketmq_protocol.send_rules import Violation
 
+from ..core.acl import Denial, Denied
 from ..core.errors import BrokerError, ErrorKind
 from ..core.store.message_store import FOUND, NO_MATCHED_MSG, NO_NEW_MSG, OFFSET_ILLEGAL, GetResult
 
 CODES = {
+    Denial.UNAUTHORIZED: d.UNAUTHORIZED,
+    Denial.FORBIDDEN: d.FORBIDDEN,
     ErrorKind.ILLEGAL_TOPIC: d.ILLEGAL_TOPIC,
     ErrorKind.ILLEGAL_GROUP: d.ILLEGAL_CONSUMER_GROUP,
     ErrorKind.TOPIC_NOT_FOUND: d.TOPIC_NOT_FOUND,
@@ -31,7 +34,7 @@ CODES = {
 }
 
 
-def code_of(error: BrokerError) -> int:
+def code_of(error: BrokerError | Denied) -> int:
     return CODES[error.kind]
 
 

@@ -12,6 +12,7 @@ from rocketmq_protocol.grpc_v2.headers import CLIENT_ID_HEADER
 
 from ..core.cluster import Broker
 from .access import check_access
+from .codes import code_of
 
 
 def status(code: int, message: str | None = None) -> d.Status:
@@ -63,7 +64,7 @@ async def refusal(service, rpc: str, request, context: grpc.aio.ServicerContext)
     await apply_faults(service.broker, context)
     _, denied = check_access(service.cluster, rpc, request, context)
     if denied is not None:
-        return status(denied.code, denied.message)
+        return status(code_of(denied), denied.message)
     if not client_id(context):
         return client_id_required()
     return None

@@ -205,7 +205,7 @@ class MessagingService(ConsumptionRpcs, service_pb2_grpc.MessagingServiceService
         await apply_faults(self.broker, context)
         _, denied = check_access(self.cluster, "Telemetry", None, context)
         if denied is not None:  # a stream of commands has no in-band status for this: a gRPC status
-            await context.abort(grpc_code(denied), f"{d.Code.Name(denied.code)}: {denied.message}")
+            await context.abort(grpc_code(denied), f"{denied.kind.value}: {denied.message}")
         md = metadata(context)
         cid = md.get(CLIENT_ID_HEADER, "")
         outbound: asyncio.Queue = asyncio.Queue()

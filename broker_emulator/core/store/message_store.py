@@ -12,8 +12,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rocketmq_protocol.extension.arrow_payload import decode_payload, encode_payload
-from rocketmq_protocol.message_schema import MESSAGE_SCHEMA
+from rocketmq_protocol.message_schema import MESSAGE_SCHEMA, ipc_to_table, table_to_ipc
 
 from ..filtering import MATCH_ALL, MessageFilter
 from .commitlog import CommitLog, Record, RecordKind
@@ -101,7 +100,7 @@ class MessageStore:
         n = 0
         for rec in self.commitlog.recover():
             if rec.kind == RecordKind.MESSAGES:
-                table = decode_payload(rec.payload)
+                table = ipc_to_table(rec.payload)
                 cq = self.queue(rec.topic, rec.queue_id)
                 if cq.max_offset != rec.base_offset:
                     if cq.max_offset > rec.base_offset:
@@ -166,7 +165,7 @@ class MessageStore:
                 pos = self.commitlog.reserve(size)
             else:
                 pos, size = self.commitlog.append(
-                    RecordKind.MESSAGES, topic, queue_id, base, batch.num_rows, encode_payload(batch)
+                    RecordKind.MESSAGES, topic, queue_id, base, batch.num_rows, table_to_ipc(batch)
                 )
             cq.append(batch, pos, size)
             self.put_count += batch.num_rows
