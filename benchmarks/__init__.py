@@ -1,1 +1,1 @@
-"""Performance harness (SPEC §7)."""
+"""Performance harness ."""

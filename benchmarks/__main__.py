@@ -1,4 +1,4 @@
-"""`python -m benchmarks`: every measure of SPEC §7 (see benchmarks/run.py)."""
+"""`python -m benchmarks`: every performance measure (see benchmarks/run.py)."""
 
 from benchmarks.run import main
 

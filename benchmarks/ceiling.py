@@ -1,4 +1,4 @@
-"""The read ceiling of SPEC §7: a Python data source yielding the reader's own Arrow batches from memory.
+"""The read ceiling: a Python data source yielding the reader's own Arrow batches from memory.
 
 `format("bench_ceiling")` with the `rocketmq` reader's options (`endpoints`, `topic`) pulls ONE batch of
 the topic on the driver, converts it to the reader's schema exactly as a read task does, and plans one

@@ -1,4 +1,4 @@
-"""Long-poll wake-up (SPEC §7): a bulk pull held at a queue's end is answered after a send to that queue.
+"""Long-poll wake-up : a bulk pull held at a queue's end is answered after a send to that queue.
 
 Each try starts the connector client's pull (long polling 5 s) in a thread, waits until the emulator
 reports it held (admin `stats`), sends one message to the queue and times send → pull answered."""

@@ -1,4 +1,4 @@
-"""The official `rocketmq-python-client` against the same emulator (SPEC §7's comparison): its Producer's
+"""The official `rocketmq-python-client` against the same emulator (for comparison): its Producer's
 send loop and its SimpleConsumer's receive + ack loop, each bounded in time and count (they are slow)."""
 
 from __future__ import annotations

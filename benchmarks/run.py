@@ -1,4 +1,4 @@
-"""Every measure of SPEC §7 in one run: `python -m benchmarks [--quick] [--json PATH] [sizes...]`.
+"""Every performance measure in one run: `python -m benchmarks [--quick] [--json PATH] [sizes...]`.
 
 One emulator subprocess (`serve --brokers 2 --queues 4`, in-memory unless --data-dir) serves every topic;
 one SparkSession from spark-defaults.conf (`examples/spark_defaults.py`) runs the Spark measures. Prints
@@ -7,7 +7,7 @@ one table and writes a JSON file (default `benchmarks/results.json`).
 Columns: *figure* is the measure (messages/s unless a unit says otherwise); *ratio* is the figure over what
 its target is stated against: the ceiling for reads, the discarding writer for the write, the official
 client for the comparison rows (ours ÷ theirs), the target itself for absolute targets; *pass* applies the
-target. Defaults are SPEC §7's sizes; `--quick` shrinks them so the whole run takes about a minute. The
+target. Defaults are the full sizes (1,000,000 messages); `--quick` shrinks them so the whole run takes about a minute. The
 Spark throughput measures run `--repeat` times, interleaved, and keep each one's best run (the machine
 is shared: the best run is the one least disturbed).
 """

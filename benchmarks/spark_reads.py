@@ -1,4 +1,4 @@
-"""The Spark measures of SPEC §7 on the read side: stream read, batch read, their ceiling, end-to-end
+"""The Spark measures on the read side: stream read, batch read, their ceiling, end-to-end
 latency and the peak RSS of a Python worker. Each takes a running SparkSession and an emulator's endpoints."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Writer throughput (SPEC §7 "write" and "raw batched send"), against an emulator in its own process.
+"""Writer throughput ("write" and "raw batched send"), against an emulator in its own process.
 
     python -m benchmarks.write_throughput [--messages 1000000] [--size 100] [--spark]
 

@@ -16,7 +16,7 @@ log = logging.getLogger(__name__)
 
 
 class BrokerHandle:
-    """Fault injection on one running broker (SPEC §3.8)."""
+    """Fault injection on one running broker (docs/design.md, 'Faults')."""
 
     def __init__(self, emulator: Emulator, broker: Broker) -> None:
         self._emulator = emulator
@@ -52,7 +52,7 @@ class BrokerHandle:
 class Emulator:
     """An embedded RocketMQ cluster: `with Emulator(brokers=2, queues=8) as emu: emu.endpoints`.
 
-    `acl`: an ACL file path (re-read when it changes) or its JSON value as a dict (SPEC §3.9);
+    `acl`: an ACL file path (re-read when it changes) or its JSON value as a dict (docs/design.md, 'Security');
     `tls_cert`/`tls_key`: PEM bytes to serve TLS."""
 
     def __init__(

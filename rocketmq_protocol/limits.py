@@ -1,4 +1,4 @@
-"""The proxy's SendMessage limits (reference §7.2): checked by the emulator and, before sending, by the
+"""The proxy's SendMessage limits (docs/protocols.md, 'SendMessage checks'): checked by the emulator and, before sending, by the
 writer, so both sides take them from here."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""connector.allocation: RocketMQ's queue allocation (reference §1.2/§1.3 worked examples), Kafka's range
-splitting (anchors §1.5), the partition planner (SPEC §4.3) and the rate limiter (anchors §1.7)."""
+"""connector.allocation: RocketMQ's queue allocation (`AllocateMessageQueueAveragely`/`...ByCircle` worked examples), Kafka's range
+splitting (Spark's `KafkaOffsetRangeCalculator`), the partition planner (docs/design.md, 'Offsets') and the rate limiter (Spark's `KafkaMicroBatchStream` rate limit)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""connector.offsets: the offsets JSON ⇄ {QueueKey: offset}, queue order, and clear errors (SPEC §4.3)."""
+"""connector.offsets: the offsets JSON ⇄ {QueueKey: offset}, queue order, and clear errors (docs/design.md, 'Offsets')."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""connector.options: defaults, every option of SPEC §4.1 / §5, clear errors (table-driven), fuzzing."""
+"""connector.options: defaults, every option of README's option tables, clear errors (table-driven), fuzzing."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """POP consumption, retry/DLQ, FIFO, delay and transactions with the official rocketmq-python-client
-against `python -m broker_emulator serve` (SPEC §3.3, §3.6; issue 3)."""
+against `python -m broker_emulator serve` (docs/protocols.md: 'SendMessage checks', 'POP')."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Per-broker fault injection (SPEC §3.8), each fault observed the way a client sees it."""
+"""Per-broker fault injection (docs/design.md, 'Faults'), each fault observed the way a client sees it."""
 
 from __future__ import annotations
 

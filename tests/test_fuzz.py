@@ -1,4 +1,4 @@
-"""Fuzzing of every parser a user's text reaches (SPEC §8 "bad input"): offsets JSON, reader/writer
+"""Fuzzing of every parser a user's text reaches (bad input): offsets JSON, reader/writer
 options, tag and SQL92 filter expressions. Each input either parses or fails with the project's error
 type (a ValueError subclass naming the option); any other exception type is a bug."""
 

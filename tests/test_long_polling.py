@@ -1,4 +1,4 @@
-"""Long polling (SPEC §3.4): a held pull is answered the moment a matching message is stored, at its
+"""Long polling (docs/protocols.md, 'Pull results'): a held pull is answered the moment a matching message is stored, at its
 timeout otherwise, and a non-matching arrival does not wake a filtered hold."""
 
 from __future__ import annotations

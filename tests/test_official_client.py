@@ -1,5 +1,5 @@
 """The official rocketmq-python-client Producer against the emulator: everything it sends is stored once,
-with its tag, keys, properties and message id, at the offsets its SendReceipts report (SPEC §3.6)."""
+with its tag, keys, properties and message id, at the offsets its SendReceipts report (docs/protocols.md, 'POP')."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Reference §4.1's pull table through PullMessage (v2 stream) and BulkPull (extension), tag filters,
-consumer offsets (GetOffset/UpdateOffset) and QueryOffset BEGINNING/END/TIMESTAMP (SPEC §3.4, §3.5)."""
+"""The pull table of docs/protocols.md ('Pull results') through PullMessage (v2 stream) and BulkPull (extension), tag filters,
+consumer offsets (GetOffset/UpdateOffset) and QueryOffset BEGINNING/END/TIMESTAMP (docs/protocols.md, 'Pull results')."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Unit tests of connector.queue_selector (SPEC §5, seed 001, reference §2.4–2.5): injected clock and
+"""Unit tests of connector.queue_selector (`TopicPublishInfo`, `MQFaultStrategy`, `LatencyFaultToleranceImpl`): injected clock and
 counter starts, no I/O."""
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def test_default_clock_is_milliseconds() -> None:
     assert abs(a - monotonic_ms()) < 1000
 
 
-# --- reference §2.4 / seed examples, fault latency off ---------------------------------------
+# --- `TopicPublishInfo` examples, fault latency off ---------------------------------------
 
 
 def test_reference_example_first_send_then_retry_avoids_failed_broker() -> None:
@@ -158,7 +158,7 @@ def test_default_tables_are_4x() -> None:
 
 def test_failure_isolates_as_for_30000_ms() -> None:
     """A failure computes the isolation for 30,000 ms: 30000 >= latencyMax[6] = 15000 → 600 s
-    (reference §2.5 table, "lat 30000 → 600000"), whatever the attempt's own latency."""
+    (`MQFaultStrategy`'s table, "lat 30000 → 600000"), whatever the attempt's own latency."""
     sel, clock = make()
     assert sel.tolerance.compute_not_available_duration(30000) == 600000
     assert sel.record("B", 12, failed=True) == 600000

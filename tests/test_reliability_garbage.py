@@ -1,4 +1,4 @@
-"""Garbage, oversized and abusive traffic against a `serve` subprocess (SPEC §8 "bad input"): random and
+"""Garbage, oversized and abusive traffic against a `serve` subprocess (bad input): random and
 mutated request bytes on every RPC, random bytes on the TCP port, invalid UTF-8, oversized messages and
 requests, huge batches, and thousands of held long polls. Each gets an error; the emulator never
 crashes, keeps serving other clients, and returns to its resting thread count and memory."""

@@ -1,5 +1,5 @@
 """`kill -9` of a durable emulator at random points while producers send and consumers pull and pop, over
-many restarts of one data directory (SPEC §8). After each restart: every message acknowledged OK is
+many restarts of one data directory . After each restart: every message acknowledged OK is
 stored exactly once with dense offsets, committed offsets never went back past an acknowledged
 UpdateOffset, an acknowledged POP ack stays acked, and delayed and half messages come back.
 

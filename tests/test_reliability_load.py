@@ -1,4 +1,4 @@
-"""Load (SPEC §8): 32 concurrent producers and 8 pull consumers (two groups of four) against one emulator
+"""Load : 32 concurrent producers and 8 pull consumers (two groups of four) against one emulator
 subprocess for LOAD_SECONDS (default 60): no error, no loss, no duplicated offset. Each group pulls every
 queue's offsets densely and once, and every acknowledged message exactly once. Prints throughput and the
 emulator's peak RSS."""

@@ -1,4 +1,4 @@
-"""Streaming queries under crashes and broker outages (SPEC §8): the process running
+"""Streaming queries under crashes and broker outages : the process running
 examples/streaming_etl.py (rocketmq → parquet with a checkpoint) is `kill -9`ed at random points
 mid-stream and restarted, and a broker goes down and up during a streaming read and during a write.
 In every case the committed parquet output (or the topic) equals the input exactly: no loss, no

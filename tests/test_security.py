@@ -1,4 +1,4 @@
-"""Security (SPEC §3.9): the emulator's ACL (MQv2-HMAC-SHA1 signatures, topic/group permissions, reload)
+"""Security (docs/design.md, 'Security'): the emulator's ACL (MQv2-HMAC-SHA1 signatures, topic/group permissions, reload)
 and TLS, seen through the official rocketmq-python-client, the admin CLI, the connector's client and Spark;
 secrets stay out of logs, reprs, plans, checkpoints and commit messages."""
 

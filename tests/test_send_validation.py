@@ -1,5 +1,4 @@
-"""Garbage input to SendMessage/PullMessage gets the proxy's in-band code (reference §7.2 "SendMessage
-checks"), stores nothing, and the emulator keeps serving (SPEC §3.3, §8 "Bad input")."""
+"""Garbage input to SendMessage/PullMessage gets the proxy's in-band code (docs/protocols.md, 'SendMessage checks'), stores nothing, and the emulator keeps serving (docs/protocols.md, 'SendMessage checks')."""
 
 from __future__ import annotations
 
@@ -79,7 +78,7 @@ CASES: list[tuple[str, Callable[[str], list[d.Message]], int, bool]] = [
     ),
     ("too-many-properties", lambda t: [_with(t, _many_properties)], d.MESSAGE_PROPERTIES_TOO_LARGE, False),
     ("properties-too-large", lambda t: [_with(t, _large_properties)], d.MESSAGE_PROPERTIES_TOO_LARGE, False),
-    # tag + keys count towards the 16 KiB too, with or without user properties (reference §7.2)
+    # tag + keys count towards the 16 KiB too, with or without user properties (docs/protocols.md, 'SendMessage checks')
     (
         "keys-too-large",
         lambda t: [_msg(t, keys=["k" * 9000, "j" * 9000])],
@@ -208,7 +207,7 @@ def test_wrong_wire_type_parsed_as_unknown_field_is_rejected_in_band(emulator, t
 
 @pytest.mark.parametrize("rpc", ["SendMessage", "QueryRoute", "PullMessage"])
 def test_missing_client_id_is_client_id_required(topic, stub, rpc):
-    """Reference §7.1: the proxy answers a blank x-mq-client-id with the RPC's own response carrying
+    """The proxy (`GrpcMessagingApplication`) answers a blank x-mq-client-id with the RPC's own response carrying
     CLIENT_ID_REQUIRED (40017), before any other check; nothing is stored."""
     before = max_offsets(stub, topic, QUEUES)
     if rpc == "SendMessage":

@@ -365,7 +365,7 @@ def test_describe_rows() -> None:
 @pytest.mark.parametrize(
     ("group", "java_hash", "queues"),
     [
-        # reference §4.4 and §6.4 vectors (Java String.hashCode; Guava consistentHash over 4/8/16 buckets)
+        # vectors checked in Java (Java String.hashCode; Guava consistentHash over 4/8/16 buckets)
         ("order-1", -1207111310, (3, 3, 3)),
         ("order-2", None, (2, 2, 11)),
         ("user42", None, (1, 1, 1)),

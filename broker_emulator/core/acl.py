@@ -1,4 +1,4 @@
-"""Access control (SPEC §3.9): accounts with topic and group permissions, checked against the
+"""Access control (docs/design.md, 'Security'): accounts with topic and group permissions, checked against the
 `MQv2-HMAC-SHA1` signature RocketMQ clients put in the `authorization` header.
 
 The ACL file is JSON:

@@ -84,7 +84,9 @@ class ClusterConfig:
     min_invisible_ms: int = 10_000  # the proxy's lower bound for ReceiveMessage invisible_duration
     max_retries: int = 16  # a new group's retryMaxTimes (17 deliveries)
     transaction_check_ms: int = DEFAULT_CHECK_INTERVAL_MS
-    acl: str | dict | None = field(default=None, repr=False)  # ACL file path or its JSON value (SPEC §3.9)
+    acl: str | dict | None = field(
+        default=None, repr=False
+    )  # ACL file path or its JSON value (docs/design.md, 'Security')
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Per-broker fault injection (SPEC §3.8): down, added latency, send error rate, read-only."""
+"""Per-broker fault injection (docs/design.md, 'Faults'): down, added latency, send error rate, read-only."""
 
 from __future__ import annotations
 

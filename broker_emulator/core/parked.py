@@ -34,7 +34,7 @@ class Parked:
     checks: int = 0
 
 
-class HeldMessages:
+class ParkedMessages:
     """A system topic (one queue) of parked messages, the table of those still pending, and a timer per
     pending message calling `on_due(key)` at its `due_ms`."""
 

@@ -71,7 +71,7 @@ class InFlight:
         return self.pop_time + self.invisible_ms
 
     def handle(self, broker: str) -> str:
-        """The POP_CK extra info the proxy hands out (reference §6.2), fields separated by spaces."""
+        """The POP_CK extra info the proxy hands out (`PopMessageProcessor`, ExtraInfoUtil), fields separated by spaces."""
         topic_type = "1" if self.source.startswith(RETRY_PREFIX) else "0"
         revive_qid = 999 if self.fifo else self.offset % 8
         return (

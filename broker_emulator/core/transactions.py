@@ -11,7 +11,7 @@ import logging
 import time
 from collections.abc import Callable
 
-from .parked import HeldMessages, Parked
+from .parked import Parked, ParkedMessages
 from .store.message_store import MessageStore
 from .store.records import MessageColumns
 
@@ -34,44 +34,44 @@ class TransactionService:
         check_interval_ms: int = DEFAULT_CHECK_INTERVAL_MS,
         max_checks: int = DEFAULT_MAX_CHECKS,
     ) -> None:
-        self.held = HeldMessages(store, data_dir, HALF_TOPIC, "transactionPending")
+        self.parked = ParkedMessages(store, data_dir, HALF_TOPIC, "transactionPending")
         self.check_interval_ms = check_interval_ms
         self.max_checks = max_checks
         self.check_backs: list[CheckBack] = []
         self.committed = self.rolled_back = self.checks_sent = 0
 
     def start(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.held.start(loop, self._check)
+        self.parked.start(loop, self._check)
 
     def prepare(
         self, topic: str, queue_id: int, cols: MessageColumns, producer: str
     ) -> tuple[list[str], int, int]:
         """Parks half messages; returns (transaction ids, half-topic base offset, durable end)."""
         # The id names the half message's place: unique per broker, and the same for the same sends.
-        _, next_offset = self.held.store.min_max(HALF_TOPIC, 0)
-        ids = [f"{self.held.store.broker_name}-{next_offset + i:016X}" for i in range(len(cols))]
+        _, next_offset = self.parked.store.min_max(HALF_TOPIC, 0)
+        ids = [f"{self.parked.store.broker_name}-{next_offset + i:016X}" for i in range(len(cols))]
         due = int(time.time() * 1000) + self.check_interval_ms
-        base, end = self.held.park(cols, topic, queue_id, ids, [due] * len(ids), producer)
+        base, end = self.parked.park(cols, topic, queue_id, ids, [due] * len(ids), producer)
         for tx in ids:
-            self.held.schedule(self.held.pending[tx])
+            self.parked.schedule(self.parked.pending[tx])
         return ids, base, end
 
     def end(self, transaction_id: str, commit: bool) -> Parked | None:
         """Resolves a transaction; None when the id is unknown (already resolved or never prepared)."""
-        p = self.held.pending.get(transaction_id)
+        p = self.parked.pending.get(transaction_id)
         if p is None:
             return None
-        self.held.cancel(transaction_id)
+        self.parked.cancel(transaction_id)
         if commit:
-            self.held.release(p)  # appended before the record goes: a crash re-commits, never loses
+            self.parked.release(p)  # appended before the record goes: a crash re-commits, never loses
             self.committed += 1
         else:
             self.rolled_back += 1
-        self.held.take(transaction_id)
+        self.parked.take(transaction_id)
         return p
 
     def _check(self, key: str) -> None:
-        p = self.held.pending.get(key)
+        p = self.parked.pending.get(key)
         if p is None:
             return
         if p.checks >= self.max_checks:
@@ -80,14 +80,14 @@ class TransactionService:
             return
         p.checks += 1
         p.due_ms = int(time.time() * 1000) + self.check_interval_ms
-        self.held.update(p)
+        self.parked.update(p)
         if any(ask(key, p) for ask in self.check_backs):
             self.checks_sent += 1
-        self.held.schedule(p)
+        self.parked.schedule(p)
 
     @property
     def pending(self) -> int:
-        return len(self.held.pending)
+        return len(self.parked.pending)
 
     def close(self) -> None:
-        self.held.close()
+        self.parked.close()

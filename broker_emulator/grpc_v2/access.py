@@ -1,4 +1,4 @@
-"""What each RPC needs from the ACL (SPEC §3.9), and the one check every service runs before serving."""
+"""What each RPC needs from the ACL (docs/design.md, 'Security'), and the one check every service runs before serving."""
 
 from __future__ import annotations
 

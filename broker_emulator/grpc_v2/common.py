@@ -59,7 +59,7 @@ def client_id_required() -> d.Status:
 
 async def refusal(service, rpc: str, request, context: grpc.aio.ServicerContext) -> d.Status | None:
     """The generic checks of every v2 RPC, in order: injected faults (`down` aborts the call), the ACL
-    (UNAUTHORIZED / FORBIDDEN, SPEC §3.9) and the proxy's check that the request names its client
+    (UNAUTHORIZED / FORBIDDEN, docs/design.md 'Security') and the proxy's check that the request names its client
     (CLIENT_ID_REQUIRED). Returns the in-band status refusing the request, or None to serve it."""
     await apply_faults(service.broker, context)
     _, denied = check_access(service.cluster, rpc, request, context)

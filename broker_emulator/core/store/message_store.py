@@ -197,7 +197,7 @@ class MessageStore:
         max_bytes: int | None = None,
         flt: MessageFilter = MATCH_ALL,
     ) -> GetResult:
-        """RocketMQ `getMessage` semantics (reference §4.1): status, next offset, and the matching rows."""
+        """RocketMQ `getMessage` semantics (docs/protocols.md, 'Pull results'): status, next offset, and the matching rows."""
         with self.lock:
             self.get_count += 1
             cq = self.queues.get((topic, queue_id))
