@@ -15,7 +15,14 @@ from broker_emulator.core.filtering import FilterError, parse_filter, parse_tag_
 from broker_emulator.core.sql92 import FilterSyntaxError, compile_sql92
 from connector.errors import OptionError
 from connector.offsets import OffsetsError, from_json, from_json_dict
-from connector.options import READER_OPTIONS, WRITER_OPTIONS, parse_reader_options, parse_writer_options
+from connector.options import (
+    COMMON_OPTIONS,
+    READER_OPTIONS,
+    SPARK_INTERNAL_OPTIONS,
+    WRITER_OPTIONS,
+    parse_reader_options,
+    parse_writer_options,
+)
 
 # FUZZ_EXAMPLES raises the count for a longer bug hunt; the default keeps the suite fast.
 FUZZ = settings(
@@ -75,9 +82,13 @@ def test_offsets_json_parses_or_raises_offsets_error(text: str, sentinels: bool)
 @given(st.one_of(_json, _offsets_like))
 def test_offsets_dict_parses_or_raises_offsets_error(doc) -> None:
     try:
-        from_json_dict(doc, allow_sentinels=True)
-    except OffsetsError:
-        pass
+        parsed = from_json_dict(doc, allow_sentinels=True)
+    except OffsetsError as e:
+        assert str(e)
+        return
+    assert isinstance(doc, dict)
+    for key, offset in parsed.items():
+        assert key.topic in doc and isinstance(offset, int) and offset >= -2
 
 
 def test_deeply_nested_offsets_json_is_an_offsets_error() -> None:
@@ -132,11 +143,22 @@ def test_writer_options_parse_or_raise_option_error(fuzzed: dict, base: bool) ->
 @FUZZ
 @given(st.dictionaries(st.text(max_size=20), _values, max_size=4))
 def test_unknown_option_names_raise_option_error(options: dict) -> None:
-    for parse in (lambda o: parse_reader_options(o, True), parse_writer_options):
+    spark = {k.lower() for k in SPARK_INTERNAL_OPTIONS}
+    for parse, known in (
+        (lambda o: parse_reader_options(o, True), COMMON_OPTIONS + READER_OPTIONS),
+        (parse_writer_options, COMMON_OPTIONS + WRITER_OPTIONS),
+    ):
+        names = {k.lower() for k in known} | spark
+        unknown = [k for k in options if k.lower() not in names]
         try:
             parse(options)
-        except OptionError:
-            pass
+        except OptionError as e:
+            if unknown:
+                assert f"option '{unknown[0]}'" in str(e), f"{unknown[0]!r} not named: {e}"
+            else:
+                _check_option_error(e, options)
+            continue
+        assert not unknown, f"unknown options {unknown} were accepted"
 
 
 _tag_text = st.text(alphabet="Tag |*\t\x00\x1f\x7f,é", max_size=30)
