@@ -5,6 +5,9 @@
   option takes.
 - `rocketmq_topic`: a factory creating a fresh, uniquely named topic per call:
   `topic = rocketmq_topic()` or `rocketmq_topic("orders", queues=4)`.
+- `rocketmq_emulator_factory`: a factory starting a private emulator for one test (fault injection,
+  retention, ACL, TLS...): `emu = rocketmq_emulator_factory(brokers=1, queues=2, retention_messages=10)`;
+  every emulator it started is stopped at the end of the test.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -40,3 +44,19 @@ def rocketmq_topic(rocketmq_emulator: Emulator, request: pytest.FixtureRequest) 
         return name
 
     return create
+
+
+@pytest.fixture
+def rocketmq_emulator_factory() -> Iterator[Callable[..., Emulator]]:
+    """Factory: `rocketmq_emulator_factory(**Emulator options)` → a started private emulator, stopped at teardown."""
+    started: list[Emulator] = []
+
+    def start(**options: Any) -> Emulator:
+        emu = Emulator(**options)
+        emu.start(timeout=30)
+        started.append(emu)
+        return emu
+
+    yield start
+    for emu in reversed(started):
+        emu.stop(timeout=30)

@@ -1,55 +1,26 @@
-"""Fixtures of the emulator tests: one embedded 2-broker emulator per session, a fresh topic per test,
-and gRPC stub factories whose channels are closed at teardown. No Spark here."""
+"""Shared fixtures: the emulator is the pytest plugin's (`rocketmq_emulator`, broker_emulator/pytest_plugin.py);
+here a fresh topic per test, gRPC stub factories whose channels are closed at teardown, and one Spark
+session for the whole test session."""
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Callable, Iterator
 
 import grpc
 import pytest
 
 from broker_emulator import Emulator
+from examples.spark_defaults import spark_session
 from rocketmq_protocol.extension import pb_grpc
 from rocketmq_protocol.grpc_v2 import service_pb2_grpc as sg
-
-# `from helpers import ...` works whether pytest puts tests/ or the project root on sys.path.
-_TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
-if _TESTS_DIR not in sys.path:
-    sys.path.insert(0, _TESTS_DIR)
-
-from helpers import unique_name  # noqa: E402
-
-# The Spark settings live in spark-defaults.conf and are read by examples/spark_defaults.py (one reader).
-_EXAMPLES_DIR = os.path.join(os.path.dirname(_TESTS_DIR), "examples")
-if _EXAMPLES_DIR not in sys.path:
-    sys.path.append(_EXAMPLES_DIR)
-
-from spark_defaults import spark_session  # noqa: E402
-
-SESSION_BROKERS = 2
-SESSION_QUEUES = 4
-
-
-@pytest.fixture(scope="session")
-def emulator() -> Iterator[Emulator]:
-    """A running in-memory Emulator(brokers=2, queues=4) shared by the whole session."""
-    emu = Emulator(brokers=SESSION_BROKERS, queues=SESSION_QUEUES)
-    emu.start(timeout=30)
-    try:
-        yield emu
-    finally:
-        for b in emu.brokers:
-            b.clear_faults()
-        emu.stop(timeout=30)
+from tests.support.helpers import unique_name
 
 
 @pytest.fixture
-def topic(emulator: Emulator) -> str:
+def topic(rocketmq_emulator: Emulator) -> str:
     """A new topic (4 queues on each broker) with a unique name."""
     name = unique_name("topic")
-    emulator.create_topic(name)
+    rocketmq_emulator.create_topic(name)
     return name
 
 

@@ -1,0 +1,417 @@
+"""connector.client against the real emulator over gRPC: routes, queue and group offsets, bulk and standard
+pulls (same MESSAGE_SCHEMA table), fallback when BulkPull is missing, the clear error when PullMessage is
+missing (Apache's proxy), retries of transient failures, in-band errors, headers and the process cache."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import pickle
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent import futures
+
+import grpc
+import pyarrow as pa
+import pytest
+
+from broker_emulator import Emulator
+from connector.client import (
+    PullStatus,
+    QueueInfo,
+    RocketMQClient,
+    close_clients,
+    get_client,
+    java_string_hash,
+)
+from connector.config import ClientConfig, FilterSpec
+from connector.errors import ConnectorError, RetriesExhaustedError, RocketMQError, UnsupportedEndpointError
+from connector.offsets import QueueKey
+from connector.options import parse_reader_options
+from rocketmq_protocol.grpc_v2 import definition_pb2 as d
+from rocketmq_protocol.grpc_v2 import service_pb2 as s
+from rocketmq_protocol.grpc_v2 import service_pb2_grpc as sg
+from rocketmq_protocol.message_schema import MESSAGE_SCHEMA
+from tests.support.helpers import endpoints_by_broker, make_message, send, send_to_queue, unique_name
+
+GROUP = "connector-client-test"
+BROKER_A = "broker-a"
+
+
+@pytest.fixture
+def client(rocketmq_emulator) -> Iterator[RocketMQClient]:
+    c = RocketMQClient(ClientConfig(rocketmq_emulator.endpoints))
+    try:
+        yield c
+    finally:
+        c.close()
+        for b in rocketmq_emulator.brokers:
+            b.clear_faults()
+
+
+@pytest.fixture
+def queue_a0(rocketmq_emulator, topic) -> QueueInfo:
+    return QueueInfo(topic, BROKER_A, 0, endpoints_by_broker(rocketmq_emulator)[BROKER_A], d.READ_WRITE)
+
+
+def _fill(
+    v2_stub, rocketmq_emulator, topic: str, n: int, queue_id: int = 0, broker: str = BROKER_A, **kw
+) -> list[int]:
+    return send_to_queue(v2_stub(endpoints_by_broker(rocketmq_emulator)[broker]), topic, queue_id, n, **kw)
+
+
+# ------------------------------------------------------------------------------------------ route
+def test_route_lists_every_queue_in_order(rocketmq_emulator, topic, client) -> None:
+    route = client.route(topic)
+    eps = endpoints_by_broker(rocketmq_emulator)
+    assert [q.key for q in route] == [
+        QueueKey(topic, b, i) for b in ("broker-a", "broker-b") for i in range(4)
+    ]
+    assert all(q.endpoint == eps[q.broker] and q.readable and q.writable for q in route)
+    assert pickle.loads(pickle.dumps(route)) == route
+
+
+def test_route_skips_a_dead_endpoint(rocketmq_emulator, topic) -> None:
+    c = RocketMQClient(ClientConfig("127.0.0.1:1;" + rocketmq_emulator.endpoints))
+    try:
+        assert len(c.route(topic, timeout_ms=5000)) == 8
+    finally:
+        c.close()
+
+
+def test_route_unknown_topic_is_an_in_band_error(rocketmq_emulator, client) -> None:
+    with pytest.raises(RocketMQError) as e:
+        client.route(unique_name("missing"))
+    assert e.value.code == d.TOPIC_NOT_FOUND and e.value.code_name == "TOPIC_NOT_FOUND"
+    assert e.value.endpoint in rocketmq_emulator.endpoints and "QueryRoute" in str(e.value)
+    assert pickle.loads(pickle.dumps(e.value)).code == d.TOPIC_NOT_FOUND
+
+
+# ------------------------------------------------------------------------------------------ offsets
+def test_queue_offsets(rocketmq_emulator, topic, client, queue_a0, v2_stub) -> None:
+    assert (client.min_offset(queue_a0), client.max_offset(queue_a0)) == (0, 0)
+    before = int(time.time() * 1000) - 1
+    _fill(v2_stub, rocketmq_emulator, topic, 5)
+    assert (client.min_offset(queue_a0), client.max_offset(queue_a0)) == (0, 5)
+    assert client.offset_for_timestamp(queue_a0, before) == 0
+    assert client.offset_for_timestamp(queue_a0, int(time.time() * 1000) + 60_000) == 5
+
+
+def test_group_offsets(client, queue_a0) -> None:
+    group = unique_name("g")
+    assert client.get_committed(group, queue_a0) is None
+    client.commit(group, queue_a0, 42)
+    assert client.get_committed(group, queue_a0) == 42
+    with pytest.raises(RocketMQError) as e:
+        client.commit(group, queue_a0, -1)
+    assert e.value.code == d.ILLEGAL_OFFSET and e.value.rpc == "UpdateOffset"
+
+
+# ------------------------------------------------------------------------------------------ pulls
+def _send_rich(rocketmq_emulator, v2_stub, topic: str) -> None:
+    msgs = [
+        make_message(topic, b"plain", queue_id=1),
+        make_message(topic, b"tagged", tag="TagA", keys=["k1", "k2"], properties={"p": "1"}, queue_id=1),
+        make_message(topic, b"fifo", tag="TagB", message_group="g1", queue_id=1),
+    ]
+    assert (
+        send(v2_stub(endpoints_by_broker(rocketmq_emulator)[BROKER_A]), msgs, explicit=True).status.code
+        == d.OK
+    )
+
+
+@pytest.mark.parametrize("protocol", ["bulk", "standard", "auto"])
+def test_pull_statuses(rocketmq_emulator, topic, client, queue_a0, v2_stub, protocol: str) -> None:
+    _fill(v2_stub, rocketmq_emulator, topic, 10, tags=["TagA"] * 3 + ["TagB"] * 7)
+    r = client.pull(queue_a0, 3, 4, group=GROUP, protocol=protocol)
+    assert r.status == PullStatus.FOUND and r.next_offset == 7
+    assert r.table.schema == MESSAGE_SCHEMA and r.table.column("queue_offset").to_pylist() == [3, 4, 5, 6]
+    assert r.protocol == ("standard" if protocol == "standard" else "bulk")
+    at_end = client.pull(queue_a0, 10, 4, group=GROUP, protocol=protocol)
+    assert (at_end.status, at_end.next_offset, at_end.table.num_rows) == (PullStatus.NO_NEW_MSG, 10, 0)
+    beyond = client.pull(queue_a0, 12, 4, group=GROUP, protocol=protocol)
+    assert (beyond.status, beyond.next_offset) == (PullStatus.OFFSET_ILLEGAL, 10)
+    filtered = client.pull(queue_a0, 3, 32, group=GROUP, protocol=protocol, filter=FilterSpec("tag", "TagA"))
+    assert (filtered.status, filtered.next_offset) == (PullStatus.NO_MATCHED_MSG, 10)
+    tag_b = client.pull(queue_a0, 0, 32, group=GROUP, protocol=protocol, filter=FilterSpec("tag", "TagB"))
+    assert tag_b.table.column("queue_offset").to_pylist() == list(range(3, 10))
+    if protocol != "standard":
+        assert (r.min_offset, r.max_offset) == (0, 10)
+
+
+def test_standard_pull_yields_the_bulk_table(rocketmq_emulator, topic, client, v2_stub) -> None:
+    _send_rich(rocketmq_emulator, v2_stub, topic)
+    queue = QueueInfo(topic, BROKER_A, 1, endpoints_by_broker(rocketmq_emulator)[BROKER_A])
+    bulk = client.pull(queue, 0, 32, group=GROUP, protocol="bulk").table
+    standard = client.pull(queue, 0, 32, group=GROUP, protocol="standard").table
+    assert bulk.num_rows == 3
+    assert standard.equals(bulk), (standard.to_pylist(), bulk.to_pylist())
+    rows = standard.to_pylist()
+    assert (
+        rows[1]["tag"] == "TagA" and rows[1]["keys"] == ["k1", "k2"] and rows[1]["properties"] == [("p", "1")]
+    )
+    assert rows[1]["tag_code"] == java_string_hash("TagA") == 2598919
+    assert rows[2]["message_group"] == "g1" and rows[0]["tag"] is None and rows[0]["tag_code"] == 0
+
+
+def test_long_polling_pull_wakes_on_arrival(rocketmq_emulator, topic, client, queue_a0, v2_stub) -> None:
+    timer = threading.Timer(0.3, lambda: _fill(v2_stub, rocketmq_emulator, topic, 1))
+    timer.start()
+    t0 = time.monotonic()
+    r = client.pull(queue_a0, 0, 8, group=GROUP, long_polling_ms=5000, timeout_ms=10_000)
+    timer.join()
+    assert r.status == PullStatus.FOUND and r.table.num_rows == 1
+    assert time.monotonic() - t0 < 3
+
+
+def test_pull_bad_queue_is_an_in_band_error(rocketmq_emulator, topic, client) -> None:
+    queue = QueueInfo(topic, BROKER_A, 99, endpoints_by_broker(rocketmq_emulator)[BROKER_A])
+    for protocol in ("bulk", "standard"):
+        t0 = time.monotonic()
+        with pytest.raises(RocketMQError) as e:
+            client.pull(queue, 0, 8, group=GROUP, protocol=protocol)
+        assert e.value.code == d.BAD_REQUEST and queue.endpoint in str(e.value)
+        assert time.monotonic() - t0 < 2  # not retried
+
+
+def test_namespace(rocketmq_emulator, v2_stub) -> None:
+    name = unique_name("nst")
+    rocketmq_emulator.create_topic(f"ns1%{name}")
+    ep = endpoints_by_broker(rocketmq_emulator)[BROKER_A]
+    send_to_queue(v2_stub(ep), f"ns1%{name}", 2, 3)
+    c = RocketMQClient(ClientConfig(rocketmq_emulator.endpoints, namespace="ns1"))
+    try:
+        route = c.route(name)
+        assert route[0].topic == name and len(route) == 8
+        q = next(q for q in route if q.broker == BROKER_A and q.queue_id == 2)
+        assert c.max_offset(q) == 3
+        assert c.pull(q, 0, 8, group=GROUP, protocol="bulk").table.num_rows == 3
+        assert c.pull(q, 0, 8, group=GROUP, protocol="standard").table.num_rows == 3
+        c.commit(GROUP, q, 2)
+        assert c.get_committed(GROUP, q) == 2
+    finally:
+        c.close()
+
+
+# ------------------------------------------------------------------------------------------ retries
+def test_down_broker_exhausts_retries_with_a_clear_error(rocketmq_emulator, topic, client, queue_a0) -> None:
+    rocketmq_emulator.broker(BROKER_A).set_fault(down=True)
+    t0 = time.monotonic()
+    with pytest.raises(RetriesExhaustedError) as e:
+        client.pull(queue_a0, 0, 8, group=GROUP, timeout_ms=600)
+    elapsed = time.monotonic() - t0
+    assert 0.5 < elapsed < 3
+    msg = str(e.value)
+    assert queue_a0.endpoint in msg and "BulkPull" in msg and "UNAVAILABLE" in msg and "600 ms" in msg
+
+
+def test_transient_outage_is_retried(rocketmq_emulator, topic, client, queue_a0, v2_stub) -> None:
+    _fill(v2_stub, rocketmq_emulator, topic, 2)
+    rocketmq_emulator.broker(BROKER_A).set_fault(down=True)
+    timer = threading.Timer(0.4, lambda: rocketmq_emulator.broker(BROKER_A).set_fault(down=False))
+    timer.start()
+    try:
+        assert client.max_offset(queue_a0, timeout_ms=10_000) == 2
+        assert client.pull(queue_a0, 0, 8, group=GROUP, timeout_ms=10_000).table.num_rows == 2
+    finally:
+        timer.join()
+
+
+# ------------------------------------------------------------------------------------------ other servers
+class _Forwarder(sg.MessagingServiceServicer):
+    """A v2-only server (no extension service): forwards PullMessage/QueryOffset to a real broker, answers
+    QueryOffset with TOO_MANY_REQUESTS `busy` times first, and records every call's metadata."""
+
+    def __init__(self, target: str, busy: int = 0) -> None:
+        self.channel = grpc.insecure_channel(target)
+        self.stub = sg.MessagingServiceStub(self.channel)
+        self.busy = busy
+        self.calls: list[tuple[str, dict[str, str]]] = []
+
+    def _md(self, rpc: str, context) -> list[tuple[str, str]]:
+        md = {
+            m.key: m.value
+            for m in context.invocation_metadata()
+            if m.key.startswith(("x-mq", "authorization"))
+        }
+        self.calls.append((rpc, md))
+        return list(md.items())
+
+    def PullMessage(self, request, context):
+        yield from self.stub.PullMessage(request, metadata=self._md("PullMessage", context), timeout=10)
+
+    def QueryOffset(self, request, context):
+        md = self._md("QueryOffset", context)
+        if self.busy > 0:
+            self.busy -= 1
+            return s.QueryOffsetResponse(status=d.Status(code=d.TOO_MANY_REQUESTS, message="busy"))
+        return self.stub.QueryOffset(request, metadata=md, timeout=10)
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[sg.MessagingServiceServicer], str]]:
+    """Starts a plain grpc server with one MessagingService servicer; returns its endpoint."""
+    servers: list[grpc.Server] = []
+
+    def start(servicer: sg.MessagingServiceServicer) -> str:
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        sg.add_MessagingServiceServicer_to_server(servicer, server)
+        port = server.add_insecure_port("127.0.0.1:0")
+        server.start()
+        servers.append(server)
+        return f"127.0.0.1:{port}"
+
+    yield start
+    for server in servers:
+        server.stop(0)
+
+
+def test_auto_falls_back_to_pull_message_without_the_extension(
+    rocketmq_emulator, topic, v2_stub, serve
+) -> None:
+    _fill(v2_stub, rocketmq_emulator, topic, 3)
+    endpoint = serve(_Forwarder(endpoints_by_broker(rocketmq_emulator)[BROKER_A]))
+    c = RocketMQClient(ClientConfig(endpoint, access_key="AK", secret_key="SK"))
+    queue = QueueInfo(topic, BROKER_A, 0, endpoint)
+    try:
+        first = c.pull(queue, 0, 8, group=GROUP)
+        assert first.protocol == "standard" and first.table.num_rows == 3
+        assert endpoint in c._no_bulk  # remembered: later pulls go straight to PullMessage
+        assert c.pull(queue, 1, 8, group=GROUP).table.column("queue_offset").to_pylist() == [1, 2]
+        with pytest.raises(UnsupportedEndpointError, match="BulkPull answered UNIMPLEMENTED"):
+            c.pull(queue, 0, 8, group=GROUP, protocol="bulk")
+    finally:
+        c.close()
+
+
+def test_headers_and_signature(rocketmq_emulator, topic, serve) -> None:
+    forwarder = _Forwarder(endpoints_by_broker(rocketmq_emulator)[BROKER_A])
+    endpoint = serve(forwarder)
+    c = RocketMQClient(ClientConfig(endpoint, access_key="AK", secret_key="SK", namespace=""))
+    try:
+        c.pull(QueueInfo(topic, BROKER_A, 0, endpoint), 0, 8, group=GROUP, protocol="standard")
+    finally:
+        c.close()
+    _, md = forwarder.calls[-1]
+    assert md["x-mq-language"] == "PYTHON" and md["x-mq-protocol"] == "v2"
+    host, pid, suffix = md["x-mq-client-id"].split("@")
+    assert host and pid.isdigit() and len(suffix) == 32
+    assert time.strptime(md["x-mq-date-time"], "%Y%m%dT%H%M%SZ")
+    assert md["x-mq-request-id"]
+    signature = hmac.new(b"SK", md["x-mq-date-time"].encode(), hashlib.sha1).hexdigest()
+    assert md["authorization"] == (
+        f"MQv2-HMAC-SHA1 Credential=AK, SignedHeaders=x-mq-date-time, Signature={signature}"
+    )
+    anonymous = RocketMQClient(ClientConfig(endpoint))
+    assert "authorization" not in dict(anonymous.metadata())
+
+
+def test_in_band_too_many_requests_is_retried(rocketmq_emulator, topic, v2_stub, serve) -> None:
+    _fill(v2_stub, rocketmq_emulator, topic, 4)
+    endpoint = serve(_Forwarder(endpoints_by_broker(rocketmq_emulator)[BROKER_A], busy=3))
+    c = RocketMQClient(ClientConfig(endpoint))
+    try:
+        assert c.max_offset(QueueInfo(topic, BROKER_A, 0, endpoint), timeout_ms=5000) == 4
+    finally:
+        c.close()
+    always_busy = serve(_Forwarder(endpoints_by_broker(rocketmq_emulator)[BROKER_A], busy=10**6))
+    c = RocketMQClient(ClientConfig(always_busy))
+    try:
+        with pytest.raises(RetriesExhaustedError, match="TOO_MANY_REQUESTS"):
+            c.max_offset(QueueInfo(topic, BROKER_A, 0, always_busy), timeout_ms=400)
+    finally:
+        c.close()
+
+
+def test_endpoint_without_pull_rpcs_fails_clearly(topic, serve) -> None:
+    endpoint = serve(sg.MessagingServiceServicer())  # every RPC answers UNIMPLEMENTED, like Apache's proxy
+    c = RocketMQClient(ClientConfig(endpoint))
+    queue = QueueInfo(topic, BROKER_A, 0, endpoint)
+    try:
+        for call in (
+            lambda: c.pull(queue, 0, 8, group=GROUP),
+            lambda: c.pull(queue, 0, 8, group=GROUP, protocol="standard"),
+            lambda: c.max_offset(queue),
+            lambda: c.get_committed(GROUP, queue),
+            lambda: c.commit(GROUP, queue, 1),
+        ):
+            t0 = time.monotonic()
+            with pytest.raises(UnsupportedEndpointError) as e:
+                call()
+            assert time.monotonic() - t0 < 2
+            msg = str(e.value)
+            assert endpoint in msg and "PullMessage, GetOffset, UpdateOffset and QueryOffset" in msg
+        with pytest.raises(ConnectorError, match=r"QueryRoute on .* gRPC UNIMPLEMENTED"):
+            c.route(topic)
+    finally:
+        c.close()
+
+
+# ------------------------------------------------------------------------------------------ process cache
+def test_get_client_is_cached_per_config_and_not_picklable(rocketmq_emulator) -> None:
+    config = ClientConfig(rocketmq_emulator.endpoints)
+    try:
+        a = get_client(config)
+        assert get_client(pickle.loads(pickle.dumps(config))) is a
+        assert get_client(ClientConfig(rocketmq_emulator.endpoints, namespace="x")) is not a
+        with pytest.raises(TypeError, match="not picklable"):
+            pickle.dumps(a)
+    finally:
+        close_clients()
+    assert get_client(config) is not a
+    close_clients()
+
+
+def test_messages_to_table_empty() -> None:
+    from connector.client import messages_to_table
+
+    assert messages_to_table([]).schema == MESSAGE_SCHEMA
+    assert isinstance(messages_to_table([]), pa.Table)
+
+
+# ------------------------------------------------------------------------------------------ TLS
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl CLI")
+def test_tls_with_ca_file(tmp_path) -> None:
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    with Emulator(brokers=1, queues=2, tls_cert=cert.read_bytes(), tls_key=key.read_bytes()) as emu:
+        emu.create_topic("tls_topic")
+        opts = parse_reader_options(
+            {"endpoints": emu.endpoints, "topic": "tls_topic", "tlscafile": str(cert)}, streaming=True
+        )
+        c = RocketMQClient(opts.client_config)
+        try:
+            route = c.route("tls_topic", timeout_ms=5000)
+            assert len(route) == 2 and c.max_offset(route[0]) == 0
+        finally:
+            c.close()
+        plain = RocketMQClient(ClientConfig(emu.endpoints))
+        try:
+            with pytest.raises(RetriesExhaustedError):
+                plain.route("tls_topic", timeout_ms=500)
+        finally:
+            plain.close()

@@ -1,0 +1,165 @@
+"""The executor side of a read without Spark: Arrow conversion to the exact schema Spark checks, and
+`read_partition` against the emulator (exact ends, bounded chunks, filtered gaps, both pull protocols,
+data loss below the queue's min offset and a queue shorter than planned)."""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Iterator
+
+import grpc
+import pyarrow as pa
+import pytest
+from pyspark.sql.datasource import InputPartition
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StringType, StructField, StructType
+
+from broker_emulator import Emulator
+from connector.client import QueueInfo
+from connector.config import ClientConfig, FilterSpec
+from connector.errors import DataLossError, OptionError
+from connector.read_task import QueueRange, RangePartition, read_partition
+from connector.schema import ARROW_SCHEMA, SCHEMA, check_user_schema, to_record_batches
+from rocketmq_protocol.grpc_v2 import definition_pb2 as d
+from rocketmq_protocol.grpc_v2 import service_pb2_grpc as sg
+from rocketmq_protocol.message_schema import MESSAGE_SCHEMA
+from tests.support.helpers import endpoints_by_broker, send_to_queue, unique_name
+
+BROKER = "broker-a"
+
+
+# ------------------------------------------------------------------------------------------ schema
+def test_arrow_schema_is_what_spark_expects() -> None:
+    assert ARROW_SCHEMA.equals(to_arrow_schema(SCHEMA, timezone="UTC"))
+    assert ARROW_SCHEMA.field("bornTimestamp").type == pa.timestamp("us", tz="UTC")
+    entries = ARROW_SCHEMA.field("properties").type
+    assert not entries.key_field.nullable
+
+
+def test_conversion_fills_absent_lists_and_maps_and_keeps_null_timestamps() -> None:
+    wire = pa.table(
+        {
+            "queue_offset": pa.array([7, 8], pa.int64()),
+            "message_id": ["a", "b"],
+            "tag": ["T", None],
+            "keys": pa.array([["k"], None], pa.list_(pa.string())),
+            "body": [b"x", b"y"],
+            "properties": pa.array([[("p", "1")], None], pa.map_(pa.string(), pa.string())),
+            "born_timestamp": pa.array([1_700_000_000_123, None], pa.timestamp("ms")),
+            "store_timestamp": pa.array([1_700_000_000_456, 1_700_000_000_789], pa.timestamp("ms")),
+            "born_host": ["h", None],
+            "reconsume_times": pa.array([0, None], pa.int32()),
+            "message_group": [None, "g"],
+            "delivery_timestamp": pa.array([None, 1_700_000_001_000], pa.timestamp("ms")),
+            "message_type": pa.array([1, 2], pa.int8()),
+            "tag_code": pa.array([84, 0], pa.int32()),
+        },
+        schema=MESSAGE_SCHEMA,
+    )
+    (batch,) = to_record_batches(wire, "t", "broker-b", 3)
+    assert batch.schema.equals(ARROW_SCHEMA)
+    rows = batch.to_pylist()
+    assert [r["queueOffset"] for r in rows] == [7, 8]
+    assert {(r["topic"], r["brokerName"], r["queueId"]) for r in rows} == {("t", "broker-b", 3)}
+    assert rows[1]["keys"] == [] and rows[1]["properties"] == [] and rows[1]["reconsumeTimes"] == 0
+    assert rows[0]["properties"] == [("p", "1")]
+    assert rows[0]["deliveryTimestamp"] is None and rows[1]["bornTimestamp"] is None
+    assert rows[0]["bornTimestamp"].timestamp() == 1_700_000_000.123
+    assert to_record_batches(MESSAGE_SCHEMA.empty_table(), "t", "b", 0) == []
+
+
+def test_user_schema_check() -> None:
+    check_user_schema(SCHEMA)
+    check_user_schema(None)
+    with pytest.raises(OptionError, match="fixed schema"):
+        check_user_schema(StructType([StructField("body", StringType())]))
+
+
+# ------------------------------------------------------------------------------------------ read
+def _queue(rocketmq_emulator, topic: str, queue_id: int = 0, broker: str = BROKER) -> QueueInfo:
+    return QueueInfo(topic, broker, queue_id, endpoints_by_broker(rocketmq_emulator)[broker], d.READ_WRITE)
+
+
+def _partition(rocketmq_emulator, ranges, **kw) -> RangePartition:
+    args = {
+        "config": ClientConfig(rocketmq_emulator.endpoints),
+        "group": "reader-task-test",
+        "filter": FilterSpec(),
+        "ranges": tuple(ranges),
+        "pull_batch_size": 3,
+        "pull_timeout_ms": 5000,
+        "pull_protocol": "auto",
+        "fail_on_data_loss": True,
+    }
+    args.update(kw)
+    return RangePartition(**args)
+
+
+def _offsets(batches: Iterator[pa.RecordBatch]) -> list[int]:
+    out = []
+    for b in batches:
+        assert b.schema.equals(ARROW_SCHEMA)
+        out.extend(b.column("queueOffset").to_pylist())
+    return out
+
+
+@pytest.fixture
+def filled(rocketmq_emulator, topic) -> str:
+    with grpc.insecure_channel(endpoints_by_broker(rocketmq_emulator)[BROKER]) as ch:
+        tags = ["TagA" if i % 4 == 0 else "TagB" for i in range(20)]
+        send_to_queue(sg.MessagingServiceStub(ch), topic, 0, 20, tags=tags)
+    return topic
+
+
+@pytest.mark.parametrize("protocol", ["bulk", "standard"])
+def test_reads_exactly_the_range_in_bounded_chunks(rocketmq_emulator, filled: str, protocol: str) -> None:
+    p = _partition(
+        rocketmq_emulator, [QueueRange(_queue(rocketmq_emulator, filled), 2, 13)], pull_protocol=protocol
+    )
+    batches = list(read_partition(p))
+    assert all(b.num_rows <= 3 for b in batches)
+    assert _offsets(iter(batches)) == list(range(2, 13))
+
+
+def test_filtered_gaps_are_not_data_loss_and_the_end_is_exact(rocketmq_emulator, filled: str) -> None:
+    q = _queue(rocketmq_emulator, filled)
+    p = _partition(
+        rocketmq_emulator, [QueueRange(q, 1, 17)], filter=FilterSpec("tag", "TagA"), pull_batch_size=2
+    )
+    assert _offsets(read_partition(p)) == [4, 8, 12, 16]
+    p = _partition(
+        rocketmq_emulator, [QueueRange(q, 1, 16)], filter=FilterSpec("tag", "TagA"), pull_batch_size=50
+    )
+    assert _offsets(read_partition(p)) == [4, 8, 12]
+
+
+def test_several_ranges_in_order_and_empty_partitions(rocketmq_emulator, filled: str) -> None:
+    q = _queue(rocketmq_emulator, filled)
+    p = _partition(rocketmq_emulator, [QueueRange(q, 15, 18), QueueRange(q, 0, 2)])
+    assert _offsets(read_partition(p)) == [15, 16, 17, 0, 1]
+    assert list(read_partition(InputPartition(None))) == []
+    assert pickle.loads(pickle.dumps(p)) == p
+
+
+def test_a_queue_shorter_than_planned_is_data_loss(rocketmq_emulator, filled: str) -> None:
+    q = _queue(rocketmq_emulator, filled)
+    with pytest.raises(DataLossError, match=r"ends at offset 20 but the planned range is \[18, 25\)"):
+        list(read_partition(_partition(rocketmq_emulator, [QueueRange(q, 18, 25)])))
+    p = _partition(rocketmq_emulator, [QueueRange(q, 18, 25)], fail_on_data_loss=False)
+    assert _offsets(read_partition(p)) == [18, 19]
+
+
+def test_retention_gap_fails_or_skips_to_the_earliest_available() -> None:
+    with Emulator(brokers=1, queues=1, retention_messages=10) as emu:
+        topic = unique_name("ret")
+        emu.create_topic(topic)
+        q = _queue(emu, topic)
+        with grpc.insecure_channel(q.endpoint) as ch:
+            send_to_queue(sg.MessagingServiceStub(ch), topic, 0, 25)
+        assert emu.min_max(topic, BROKER, 0) == (15, 25)
+        rng = QueueRange(q, 5, 20)
+        with pytest.raises(DataLossError, match=f"queue {topic}/{BROKER}/0: offsets 5..14"):
+            list(read_partition(_partition(emu, [rng])))
+        assert _offsets(read_partition(_partition(emu, [rng], fail_on_data_loss=False))) == list(
+            range(15, 20)
+        )
