@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 NAME_PATTERN = re.compile(r"^[%a-zA-Z0-9_|-]+$")  # the character set of topic and group names
-NAME_CHARACTERS = "[%a-zA-Z0-9_|-]"
+NAME_CHARACTERS = "[a-zA-Z0-9_%|-]"
 TOPIC_MAX_LENGTH = 127
 GROUP_MAX_LENGTH = 120
 RETRY_PREFIX = "%RETRY%"
