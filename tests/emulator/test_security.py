@@ -273,7 +273,7 @@ def test_official_client_without_permission_is_forbidden(secured: Emulator) -> N
         m.topic, m.body = OTHER_TOPIC, b"no PUB here"
         with pytest.raises(ForbiddenException) as e:
             producer.send(m)
-        assert e.value.kind == Denial.FORBIDDEN and "lacks PUB on topic 'secured_other'" in str(e.value)
+        assert e.value.code == d.FORBIDDEN and "lacks PUB on topic 'secured_other'" in str(e.value)
     finally:
         producer.shutdown()
     consumer = SimpleConsumer(
@@ -283,7 +283,7 @@ def test_official_client_without_permission_is_forbidden(secured: Emulator) -> N
     try:
         with pytest.raises(ForbiddenException) as e:
             consumer.receive(1, 15)
-        assert e.value.kind == Denial.FORBIDDEN and f"lacks SUB on group '{GROUP}'" in str(e.value)
+        assert e.value.code == d.FORBIDDEN and f"lacks SUB on group '{GROUP}'" in str(e.value)
     finally:
         consumer.shutdown()
 
