@@ -1,0 +1,171 @@
+"""numpy/pyarrow building blocks of the columnar codecs: unaligned gathers, byte-range views, hex, hosts.
+
+The codecs never loop over messages in Python except to follow TOTALSIZE from record to record; every
+other step is a whole-array operation built from these helpers.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+__all__ = [
+    "PAD",
+    "as_u8",
+    "gather",
+    "hex_upper",
+    "host_strings",
+    "padded",
+    "parse_hosts",
+    "view_array",
+]
+
+#: Zero bytes kept after every buffer the helpers read from, so fixed-width gathers never run past the end.
+PAD = 16
+
+_HEX = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
+_INT32_MAX = 2**31 - 1
+
+
+def padded(data: bytes | bytearray | memoryview | np.ndarray) -> np.ndarray:
+    """A uint8 copy of `data` followed by PAD zero bytes."""
+    src = as_u8(data)
+    out = np.empty(len(src) + PAD, dtype=np.uint8)
+    out[: len(src)] = src
+    out[len(src) :] = 0
+    return out
+
+
+def as_u8(data: bytes | bytearray | memoryview | np.ndarray) -> np.ndarray:
+    if isinstance(data, np.ndarray):
+        return data.view(np.uint8).reshape(-1)
+    return np.frombuffer(data, dtype=np.uint8)
+
+
+def gather(buf: np.ndarray, positions: np.ndarray, dtype: str) -> np.ndarray:
+    """The `dtype` values (e.g. '>i4', '>i8', '<u8') at arbitrary byte positions of `buf`, native-endian.
+
+    Uses a 1-byte-stride view of `buf` as the wider type, so one fancy index reads every value.
+    """
+    dt = np.dtype(dtype)
+    count = len(buf) - dt.itemsize + 1
+    words = np.ndarray(shape=(max(count, 0),), dtype=dt, buffer=buf, offset=0, strides=(1,))
+    return words[positions].astype(dt.newbyteorder("="), copy=False)
+
+
+def view_array(
+    typ: pa.DataType,
+    buffers: list[np.ndarray],
+    starts: np.ndarray,
+    lengths: np.ndarray,
+    buffer_index: np.ndarray | None = None,
+    valid: np.ndarray | None = None,
+) -> pa.Array:
+    """A `binary`/`string` array whose i-th value is `buffers[buffer_index[i]][starts[i]:starts[i]+lengths[i]]`.
+
+    Built as an Arrow binary_view/string_view (16-byte views pointing into the buffers, no copy) and cast
+    to `typ` (binary or string), which copies each value once into a contiguous buffer. Each buffer must
+    be followed by PAD readable bytes (see `padded`). Null where `valid` is False.
+    """
+    n = len(starts)
+    view_type = pa.string_view() if pa.types.is_string(typ) or pa.types.is_large_string(typ) else pa.binary_view()
+    if n == 0:
+        return pa.array([], type=typ)
+    lengths = lengths.astype(np.int32, copy=False)
+    views = np.zeros((n, 16), dtype=np.uint8)
+    # Inline part (values of ≤ 12 bytes live in the view; longer ones keep their first 4 bytes as prefix).
+    if buffer_index is None or len(buffers) == 1:
+        groups = [(0, slice(None))]
+    else:
+        groups = [(b, np.flatnonzero(buffer_index == b)) for b in range(len(buffers))]
+    for b, rows in groups:
+        src = buffers[b]
+        if len(src) - PAD > _INT32_MAX:
+            raise ValueError("a view buffer exceeds 2 GiB; decode fewer bytes at a time")
+        window = np.lib.stride_tricks.sliding_window_view(src, 12)
+        views[rows, 4:16] = window[starts[rows]]
+    short = lengths <= 12
+    keep = np.arange(12, dtype=np.int32) < lengths[:, None]
+    views[:, 4:16] *= keep | ~short[:, None]
+    v32 = views.view("<i4")
+    v32[:, 0] = lengths
+    long_rows = np.flatnonzero(~short)
+    if len(long_rows):
+        v32[long_rows, 2] = 0 if buffer_index is None else buffer_index[long_rows]
+        v32[long_rows, 3] = starts[long_rows]
+    validity = None
+    null_count = 0
+    if valid is not None and not valid.all():
+        validity = pa.py_buffer(np.packbits(valid, bitorder="little"))
+        null_count = int(n - np.count_nonzero(valid))
+        views[~valid] = 0
+    data = [pa.py_buffer(b) for b in buffers]
+    arr = pa.Array.from_buffers(view_type, n, [validity, pa.py_buffer(views), *data], null_count=null_count)
+    return arr.cast(typ)
+
+
+def hex_upper(raw: np.ndarray) -> np.ndarray:
+    """Rows of bytes (n, k) → rows of upper-case hex ASCII (n, 2k)."""
+    out = np.empty((raw.shape[0], raw.shape[1] * 2), dtype=np.uint8)
+    out[:, 0::2] = _HEX[raw >> 4]
+    out[:, 1::2] = _HEX[raw & 0xF]
+    return out
+
+
+def _format_host(ip: bytes, port: int) -> str:
+    addr = ipaddress.ip_address(ip)
+    return f"{addr}:{port}" if addr.version == 4 else f"[{addr}]:{port}"
+
+
+def host_strings(ip_rows: np.ndarray, ports: np.ndarray) -> pa.Array:
+    """"ip:port" strings ("[v6]:port" for IPv6) from rows of 4 or 16 address bytes and int ports.
+
+    Hosts repeat (one broker, a few producers), so each distinct host is formatted once in Python and
+    the column is a `take` of those strings.
+    """
+    n = len(ports)
+    if n == 0:
+        return pa.array([], pa.string())
+    width = ip_rows.shape[1]
+    keyed = np.empty((n, width + 4), dtype=np.uint8)
+    keyed[:, :width] = ip_rows
+    keyed[:, width:] = ports.astype(">i4").view(np.uint8).reshape(n, 4)
+    if (keyed == keyed[0]).all():
+        return pa.repeat(pa.scalar(_format_host(bytes(ip_rows[0]), int(ports[0])), pa.string()), n)
+    if width == 4:
+        key = pa.array(keyed.view(">u8").ravel())
+    else:  # IPv6: 20-byte keys
+        key = pa.FixedSizeBinaryArray.from_buffers(pa.binary(width + 4), n, [None, pa.py_buffer(keyed)])
+    enc = pc.dictionary_encode(key)
+    uniques = enc.dictionary.to_pylist()
+    strings = []
+    for u in uniques:
+        raw = u.to_bytes(8, "big") if isinstance(u, int) else u
+        strings.append(_format_host(raw[:width], int.from_bytes(raw[width:], "big", signed=True)))
+    return pc.take(pa.array(strings, pa.string()), enc.indices)
+
+
+def parse_hosts(hosts: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """"ip:port" strings → (is_ipv6 bool[n], ip rows uint8[n, 16] (IPv4 in the first 4), ports int32[n]).
+
+    Accepts "a.b.c.d:port", "[v6]:port" and bare "v6:port"; each distinct host is parsed once.
+    """
+    enc = pc.dictionary_encode(hosts.cast(pa.string()))
+    idx = enc.indices.to_numpy(zero_copy_only=False)
+    uniq = enc.dictionary.to_pylist()
+    is6 = np.zeros(len(uniq), dtype=bool)
+    ips = np.zeros((len(uniq), 16), dtype=np.uint8)
+    ports = np.zeros(len(uniq), dtype=np.int32)
+    for i, h in enumerate(uniq):
+        host, sep, port = h.rpartition(":")
+        if not sep:
+            raise ValueError(f"host {h!r} is not ip:port")
+        addr = ipaddress.ip_address(host.strip("[]"))
+        packed = addr.packed
+        ips[i, : len(packed)] = np.frombuffer(packed, dtype=np.uint8)
+        is6[i] = addr.version == 6
+        ports[i] = int(port)
+    return is6[idx], ips[idx], ports[idx]
