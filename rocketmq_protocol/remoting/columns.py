@@ -28,6 +28,7 @@ PAD = 16
 
 _HEX = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
 _INT32_MAX = 2**31 - 1
+_INLINE_MASKS = np.where(np.arange(12) < np.arange(13)[:, None], 0xFF, 0).astype(np.uint8)  # [len] → 12-byte mask
 
 
 def padded(data: bytes | bytearray | memoryview | np.ndarray) -> np.ndarray:
@@ -87,12 +88,12 @@ def view_array(
             raise ValueError("a view buffer exceeds 2 GiB; decode fewer bytes at a time")
         window = np.lib.stride_tricks.sliding_window_view(src, 12)
         views[rows, 4:16] = window[starts[rows]]
-    short = lengths <= 12
-    keep = np.arange(12, dtype=np.int32) < lengths[:, None]
-    views[:, 4:16] *= keep | ~short[:, None]
+    short = np.flatnonzero(lengths <= 12)
+    if len(short):
+        views[short, 4:16] &= _INLINE_MASKS[lengths[short]]
     v32 = views.view("<i4")
     v32[:, 0] = lengths
-    long_rows = np.flatnonzero(~short)
+    long_rows = np.flatnonzero(lengths > 12)
     if len(long_rows):
         v32[long_rows, 2] = 0 if buffer_index is None else buffer_index[long_rows]
         v32[long_rows, 3] = starts[long_rows]

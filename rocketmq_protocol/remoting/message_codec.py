@@ -75,7 +75,6 @@ STORED_SCHEMA = pa.schema(
         ("raw_properties", pa.string()),
         # derived from the properties and hosts:
         ("message_id", pa.string()),
-        ("offset_message_id", pa.string()),
         ("tags", pa.string()),
         ("keys", pa.list_(pa.string())),
         ("message_group", pa.string()),
@@ -178,7 +177,7 @@ def decode_stored(
     the flag, as Java clients do. `derive=False` skips the property-derived columns (they come back null
     or empty), for callers that only need the raw fields.
 
-    Derived columns: message_id = UNIQ_KEY, else the offset message id; tags = TAGS; keys = KEYS split on
+    Derived columns: message_id = UNIQ_KEY, else the offset message id (store host + commit-log offset); tags = TAGS; keys = KEYS split on
     spaces (empty tokens dropped); message_group = __SHARDINGKEY; delivery_timestamp = TIMER_DELIVER_MS,
     else TIMER_OUT_MS (what the broker computed for TIMER_DELAY_*), else __STARTDELIVERTIME; properties =
     every property except `properties.HIDDEN_FROM_READER`. A repeated property's last value wins, as in
@@ -271,7 +270,11 @@ def _decode_records(buf: np.ndarray, starts: np.ndarray, *, decompress: bool, de
     store_v6 = (sysflag & MessageSysFlag.STOREHOST_V6) != 0
     born_host = _hosts(born_ip, cols["born_port"], born_v6)
     store_host = _hosts(store_ip, cols["store_port"], store_v6)
-    offset_id = _offset_ids(store_ip, cols["store_port"], cols["commitlog_offset"], store_v6)
+
+    def offset_ids(rows: np.ndarray | None = None) -> pa.Array:
+        sel = slice(None) if rows is None else rows
+        return _offset_ids(store_ip[sel], cols["store_port"][sel], cols["commitlog_offset"][sel], store_v6[sel])
+
 
     arrays: dict[str, pa.Array] = {
         "topic": topic,
@@ -289,20 +292,24 @@ def _decode_records(buf: np.ndarray, starts: np.ndarray, *, decompress: bool, de
         "prepared_transaction_offset": pa.array(cols["prepared"], pa.int64()),
         "body": body,
         "raw_properties": raw_props,
-        "offset_message_id": offset_id,
     }
     if derive:
         parsed = parse_properties_column(raw_props)
         v = parsed.values
         uniq = v[UNIQ_KEY]
-        arrays["message_id"] = pc.if_else(pc.is_null(uniq), offset_id, uniq) if uniq.null_count else uniq
+        if uniq.null_count:  # offset message ids only where a message has no UNIQ_KEY
+            missing = np.flatnonzero(uniq.is_null().to_numpy(zero_copy_only=False))
+            ids = pa.concat_arrays([uniq.drop_null(), offset_ids(missing)])
+            present = np.flatnonzero(uniq.is_valid().to_numpy(zero_copy_only=False))
+            uniq = pc.take(ids, np.argsort(np.concatenate([present, missing]), kind="stable"))
+        arrays["message_id"] = uniq
         arrays["tags"] = v[TAGS]
         arrays["keys"] = _split_keys(v[KEYS])
         arrays["message_group"] = v[SHARDING_KEY]
         arrays["delivery_timestamp"] = _delivery(v[TIMER_DELIVER_MS], v[TIMER_OUT_MS], v[START_DELIVER_TIME])
         arrays["properties"] = parsed.others
     else:
-        arrays["message_id"] = offset_id
+        arrays["message_id"] = offset_ids()
         arrays["tags"] = pa.nulls(n, pa.string())
         arrays["keys"] = pa.ListArray.from_arrays(pa.array(np.zeros(n + 1, np.int32)), pa.array([], pa.string()))
         arrays["message_group"] = pa.nulls(n, pa.string())

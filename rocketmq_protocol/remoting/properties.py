@@ -143,20 +143,18 @@ WELL_KNOWN: tuple[str, ...] = (
 )
 
 _GOLD = np.uint64(0x9E3779B97F4A7C15)
-_GOLD2 = np.uint64(0xC2B2AE3D27D4EB4F)
 _MASKS = np.array([(1 << (8 * k)) - 1 if k < 8 else (1 << 64) - 1 for k in range(9)], dtype=np.uint64)
 
 
-def _name_hash(first: np.ndarray, second: np.ndarray, length: np.ndarray) -> np.ndarray:
-    """A hash of a name from its first 16 bytes (zero-masked beyond its length) and its length."""
-    return (first * _GOLD) ^ (second * _GOLD2) ^ length.astype(np.uint64)
+def _name_hash(first: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """A key for a name: its first 8 bytes (zero beyond its length) mixed with its length."""
+    return first ^ (length.astype(np.uint64) * _GOLD)
 
 
 def _python_hash(name: str) -> int:
     raw = name.encode("utf-8")
     first = np.array([int.from_bytes(raw[:8].ljust(8, b"\0"), "little")], dtype=np.uint64)
-    second = np.array([int.from_bytes(raw[8:16].ljust(8, b"\0"), "little")], dtype=np.uint64)
-    return int(_name_hash(first, second, np.array([len(raw)]))[0])
+    return int(_name_hash(first, np.array([len(raw)]))[0])
 
 
 @dataclass(frozen=True)
@@ -184,58 +182,64 @@ def parse_properties_column(
     offsets = np.frombuffer(offsets_buf, dtype=np.int32)[arr.offset : arr.offset + n + 1].astype(np.int64)
     data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
     base = offsets[0] if n else 0
-    props = data[base : offsets[-1]] if n else data[:0]
     rel = offsets - base
-    # One \x02 after each message's string, so every item (the last included) ends with a separator.
-    joined = np.insert(props, rel[1:], np.uint8(2)) if n else props
+    props = data[base : offsets[-1]] if n else data[:0]
+    nonempty = np.flatnonzero(rel[1:] > rel[:-1])
+    if len(nonempty) and (props[rel[nonempty + 1] - 1] == 2).all():
+        joined = props  # every string ends with \x02, as Java writes them: items end at each \x02
+    else:
+        # Add one \x02 after each string, so every item (the last included) ends with a separator.
+        joined = np.insert(props, rel[1:], np.uint8(2))
+        rel = rel + np.arange(n + 1)
     buf = np.zeros(len(joined) + PAD, dtype=np.uint8)
     buf[: len(joined)] = joined
-    ends = np.flatnonzero(joined == 2)
+    marks = np.flatnonzero(joined <= 2)  # one pass finds both separators
+    kinds = joined[marks]
+    ends = marks[kinds == 2]
+    seps = marks[kinds == 1]
     starts = np.empty_like(ends)
     if len(ends):
         starts[0] = 0
         starts[1:] = ends[:-1] + 1
-    # Row of each item: the terminal separator of row i is at rel[i+1] + i.
-    terminals = np.searchsorted(ends, rel[1:] + np.arange(n))
-    first_of_row = np.zeros(len(ends), dtype=np.int64)
-    first_of_row[terminals[:-1] + 1] = 1
-    item_row = np.cumsum(first_of_row)
-    seps = np.flatnonzero(joined == 1)
-    if len(seps):
+    first_item = np.searchsorted(ends, rel)  # items of row i: first_item[i] .. first_item[i+1]
+    item_row = np.repeat(np.arange(n, dtype=np.int64), np.diff(first_item))
+    if len(seps) == len(ends) and ((seps > starts) & (seps < ends)).all():
+        kv = seps  # exactly one \x01 inside each item: the usual case
+    elif len(seps):
         fi = np.searchsorted(seps, starts)
         kv = seps[np.minimum(fi, len(seps) - 1)]
-        ok = (fi < len(seps)) & (kv > starts) & (kv < ends - 1)
+        kv = np.where(fi < len(seps), kv, starts)
     else:
         kv = starts
-        ok = np.zeros(len(ends), dtype=bool)
-    keep = np.flatnonzero(ok)
-    key_start = starts[keep]
-    key_len = kv[keep] - key_start
-    val_start = kv[keep] + 1
-    val_len = ends[keep] - val_start
-    rows = item_row[keep]
+    ok = (kv > starts) & (kv < ends - 1)
+    if ok.all():
+        key_start, key_len, val_start = starts, kv - starts, kv + 1
+        val_len, rows = ends - kv - 1, item_row
+    else:
+        keep = np.flatnonzero(ok)
+        key_start = starts[keep]
+        key_len = kv[keep] - key_start
+        val_start = kv[keep] + 1
+        val_len = ends[keep] - val_start
+        rows = item_row[keep]
 
-    # Name of each item: hash of its first 16 bytes and length, looked up among the names we care about;
-    # names longer than 16 bytes are then compared in full.
+    # Name of each item: its first 8 bytes and length, looked up among the names we care about; names
+    # longer than 8 bytes are then compared in full.
     table_names = sorted(set(names) | set(hidden))
     table_hash = np.array([_python_hash(t) for t in table_names], dtype=np.uint64)
-    order = np.argsort(table_hash)
-    table_hash = table_hash[order]
-    table_names = [table_names[i] for i in order]
+    uniq_hash, inverse = np.unique(table_hash, return_inverse=True)
     first = gather(buf, key_start, "<u8") & _MASKS[np.minimum(key_len, 8)]
-    second = gather(buf, key_start + 8, "<u8") & _MASKS[np.clip(key_len - 8, 0, 8)]
-    h = _name_hash(first, second, key_len)
-    pos = np.minimum(np.searchsorted(table_hash, h), len(table_hash) - 1)
-    name_id = np.where(table_hash[pos] == h, pos, -1)
+    h = _name_hash(first, key_len)
+    pos = np.minimum(np.searchsorted(uniq_hash, h), len(uniq_hash) - 1)
+    slot = np.where(uniq_hash[pos] == h, pos, -1)
+    name_id = np.full(len(h), -1, dtype=np.int64)
     for i, t in enumerate(table_names):
+        cand = np.flatnonzero(slot == inverse[i])
         raw_name = t.encode("utf-8")
-        if len(raw_name) <= 16:
-            continue
-        cand = np.flatnonzero(name_id == i)
-        if len(cand):
+        if len(cand) and len(raw_name) > 8:
             window = np.lib.stride_tricks.sliding_window_view(buf, len(raw_name))[key_start[cand]]
-            wrong = ~(window == np.frombuffer(raw_name, dtype=np.uint8)).all(axis=1)
-            name_id[cand[wrong]] = -1
+            cand = cand[(window == np.frombuffer(raw_name, dtype=np.uint8)).all(axis=1)]
+        name_id[cand] = i
 
     values: dict[str, pa.Array] = {}
     for name in names:
@@ -244,8 +248,11 @@ def parse_properties_column(
         last = np.full(n, -1, dtype=np.int64)
         last[rows[sel]] = sel  # repeated rows: the later item is assigned last and wins
         present = last >= 0
+        if not len(sel):
+            values[name] = pa.nulls(n, pa.string())
+            continue
         pick = np.where(present, last, 0)
-        if len(keep):
+        if len(val_start):
             vs, vl = val_start[pick], np.where(present, val_len[pick], 0)
         else:
             vs = vl = np.zeros(n, dtype=np.int64)
