@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import struct
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
 
 from .codes import CURRENT_VERSION, LanguageCode, SerializeType
 from .errors import FrameError, FrameTooLargeError, HeaderError
+from .fastjson import JsonStyle, json_string
 
 __all__ = [
     "MAX_FRAME_LENGTH",
@@ -38,10 +37,6 @@ _MAX_HEADER_LENGTH = 0xFFFFFF  # 24 bits of the header-length word
 
 RESPONSE_FLAG = 0x1  # RemotingCommand.RPC_TYPE bit
 ONEWAY_FLAG = 0x2  # RemotingCommand.RPC_ONEWAY bit
-
-#: "fastjson2" (RocketMQ ≥ 5.4) escapes only controls, lowercase hex; "fastjson1" (≤ 5.3) also escapes
-#: DEL, U+2028 and U+2029, uppercase hex. Anything else is identical, so both decode alike.
-JsonStyle = Literal["fastjson2", "fastjson1"]
 
 _PREFIX = struct.Struct(">iI")
 _FIXED = struct.Struct(">hBhii")  # code, language, version, opaque, flag: 13 bytes
@@ -95,27 +90,6 @@ class RemotingCommand:
 
 # ------------------------------------------------------------------------------------------------ JSON
 
-_SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
-_ESCAPE_2 = re.compile('[\x00-\x1f"\\\\]')
-_ESCAPE_1 = re.compile('[\x00-\x1f"\\\\\x7f\u2028\u2029]')
-
-
-def _escape_lower(m: re.Match[str]) -> str:
-    c = m.group()
-    return _SHORT_ESCAPES.get(c) or f"\\u{ord(c):04x}"
-
-
-def _escape_upper(m: re.Match[str]) -> str:
-    c = m.group()
-    return _SHORT_ESCAPES.get(c) or f"\\u{ord(c):04X}"
-
-
-def _json_str(s: str, style: JsonStyle) -> str:
-    if style == "fastjson1":
-        return '"' + _ESCAPE_1.sub(_escape_upper, s) + '"'
-    return '"' + _ESCAPE_2.sub(_escape_lower, s) + '"'
-
-
 def _language_name(language: LanguageCode | int) -> str:
     try:
         return LanguageCode(language).name
@@ -128,11 +102,11 @@ def _encode_json_header(cmd: RemotingCommand, style: JsonStyle) -> bytes:
     # extFields in the map's own order (the order they were decoded or inserted in).
     parts = [f'{{"code":{int(cmd.code)}']
     if cmd.ext_fields:
-        items = ",".join(f"{_json_str(k, style)}:{_json_str(v, style)}" for k, v in cmd.ext_fields.items())
+        items = ",".join(f"{json_string(k, style)}:{json_string(v, style)}" for k, v in cmd.ext_fields.items())
         parts.append(f',"extFields":{{{items}}}')
     parts.append(f',"flag":{int(cmd.flag)},"language":"{_language_name(cmd.language)}","opaque":{int(cmd.opaque)}')
     if cmd.remark is not None:
-        parts.append(f',"remark":{_json_str(cmd.remark, style)}')
+        parts.append(f',"remark":{json_string(cmd.remark, style)}')
     parts.append(f',"serializeTypeCurrentRPC":"JSON","version":{int(cmd.version)}}}')
     return "".join(parts).encode("utf-8")
 

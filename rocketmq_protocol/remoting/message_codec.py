@@ -13,6 +13,7 @@ Python loop. Decoding yields a `pyarrow.RecordBatch` (`STORED_SCHEMA`, `BATCH_SC
 
 from __future__ import annotations
 
+import itertools
 import struct
 import zlib
 from collections.abc import Sequence
@@ -561,7 +562,7 @@ def _iter_bytes(arr: pa.Array):
     """Each value of a binary array as a memoryview slice of its data buffer (no per-value copy)."""
     offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32)[arr.offset : arr.offset + len(arr) + 1].tolist()
     data = memoryview(arr.buffers()[2]) if arr.buffers()[2] is not None else memoryview(b"")
-    for a, b in zip(offsets, offsets[1:], strict=False):
+    for a, b in itertools.pairwise(offsets):
         yield data[a:b]
 
 
