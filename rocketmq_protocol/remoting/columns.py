@@ -137,14 +137,14 @@ def host_strings(ip_rows: np.ndarray, ports: np.ndarray) -> pa.Array:
     if (keyed == keyed[0]).all():
         return pa.repeat(pa.scalar(_format_host(bytes(ip_rows[0]), int(ports[0])), pa.string()), n)
     if width == 4:
-        key = pa.array(keyed.view(">u8").ravel())
+        key = pa.array(keyed.view("<u8").ravel())
     else:  # IPv6: 20-byte keys
         key = pa.FixedSizeBinaryArray.from_buffers(pa.binary(width + 4), n, [None, pa.py_buffer(keyed)])
     enc = pc.dictionary_encode(key)
     uniques = enc.dictionary.to_pylist()
     strings = []
     for u in uniques:
-        raw = u.to_bytes(8, "big") if isinstance(u, int) else u
+        raw = u.to_bytes(8, "little") if isinstance(u, int) else u
         strings.append(_format_host(raw[:width], int.from_bytes(raw[width:], "big", signed=True)))
     return pc.take(pa.array(strings, pa.string()), enc.indices)
 

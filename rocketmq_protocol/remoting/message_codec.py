@@ -191,6 +191,8 @@ def decode_stored(
 
 def _decode_records(buf: np.ndarray, starts: np.ndarray, *, decompress: bool, derive: bool) -> pa.RecordBatch:
     n = len(starts)
+    if n == 0:
+        return pa.RecordBatch.from_pylist([], schema=STORED_SCHEMA)
     magic = gather(buf, starts + 4, ">i4")
     bad = np.flatnonzero((magic != MAGIC_V1) & (magic != MAGIC_V2))
     if len(bad):
@@ -605,6 +607,8 @@ def decode_batch(data: bytes | bytearray | memoryview) -> pa.RecordBatch:
     buf, spans = _concat(data)
     try:
         starts = record_starts(buf, spans, _MIN_BATCHED)
+        if len(starts) == 0:
+            return pa.RecordBatch.from_pylist([], schema=BATCH_SCHEMA)
     except MessageDecodeError as e:
         raise BatchDecodeError(str(e)) from None
     size = gather(buf, starts, ">i4").astype(np.int64)
