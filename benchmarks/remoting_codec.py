@@ -36,11 +36,17 @@ def make_columns(n: int) -> dict[str, pa.Array]:
     user = pa.MapArray.from_arrays(
         pa.array(np.arange(0, 2 * n + 1, 2, dtype=np.int32)),
         pa.array(np.tile(np.array(["color", "order"], dtype=object), n), pa.string()),
-        pa.array(np.column_stack([np.full(n, "red", dtype=object), order.to_numpy(zero_copy_only=False)]).ravel(), pa.string()),
+        pa.array(
+            np.column_stack([np.full(n, "red", dtype=object), order.to_numpy(zero_copy_only=False)]).ravel(),
+            pa.string(),
+        ),
     )
     keys = pa.ListArray.from_arrays(
         pa.array(np.arange(0, 2 * n + 1, 2, dtype=np.int32)),
-        pa.array(np.column_stack([np.full(n, "k1", dtype=object), np.full(n, "k2", dtype=object)]).ravel(), pa.string()),
+        pa.array(
+            np.column_stack([np.full(n, "k1", dtype=object), np.full(n, "k2", dtype=object)]).ravel(),
+            pa.string(),
+        ),
     )
     tags = pa.repeat(pa.scalar("TagA", pa.string()), n)
     return {"body": body, "uniq": ids, "user": user, "keys": keys, "tags": tags}

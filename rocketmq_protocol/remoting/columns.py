@@ -28,7 +28,9 @@ PAD = 16
 
 _HEX = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
 _INT32_MAX = 2**31 - 1
-_INLINE_MASKS = np.where(np.arange(12) < np.arange(13)[:, None], 0xFF, 0).astype(np.uint8)  # [len] → 12-byte mask
+_INLINE_MASKS = np.where(np.arange(12) < np.arange(13)[:, None], 0xFF, 0).astype(
+    np.uint8
+)  # [len] → 12-byte mask
 
 
 def padded(data: bytes | bytearray | memoryview | np.ndarray) -> np.ndarray:
@@ -72,7 +74,9 @@ def view_array(
     be followed by PAD readable bytes (see `padded`). Null where `valid` is False.
     """
     n = len(starts)
-    view_type = pa.string_view() if pa.types.is_string(typ) or pa.types.is_large_string(typ) else pa.binary_view()
+    view_type = (
+        pa.string_view() if pa.types.is_string(typ) or pa.types.is_large_string(typ) else pa.binary_view()
+    )
     if n == 0:
         return pa.array([], type=typ)
     lengths = lengths.astype(np.int32, copy=False)
@@ -122,7 +126,7 @@ def _format_host(ip: bytes, port: int) -> str:
 
 
 def host_strings(ip_rows: np.ndarray, ports: np.ndarray) -> pa.Array:
-    """"ip:port" strings ("[v6]:port" for IPv6) from rows of 4 or 16 address bytes and int ports.
+    """ "ip:port" strings ("[v6]:port" for IPv6) from rows of 4 or 16 address bytes and int ports.
 
     Hosts repeat (one broker, a few producers), so each distinct host is formatted once in Python and
     the column is a `take` of those strings.
@@ -150,7 +154,7 @@ def host_strings(ip_rows: np.ndarray, ports: np.ndarray) -> pa.Array:
 
 
 def parse_hosts(hosts: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """"ip:port" strings → (is_ipv6 bool[n], ip rows uint8[n, 16] (IPv4 in the first 4), ports int32[n]).
+    """ "ip:port" strings → (is_ipv6 bool[n], ip rows uint8[n, 16] (IPv4 in the first 4), ports int32[n]).
 
     Accepts "a.b.c.d:port", "[v6]:port" and bare "v6:port"; each distinct host is parsed once.
     """

@@ -192,7 +192,9 @@ def loads(body: str | bytes | bytearray | memoryview) -> Any:
 # ------------------------------------------------------------------------------------------------ write
 
 
-def dumps(value: Any, *, quote_keys: bool = False, sort_maps: bool = False, style: JsonStyle = "fastjson2") -> str:
+def dumps(
+    value: Any, *, quote_keys: bool = False, sort_maps: bool = False, style: JsonStyle = "fastjson2"
+) -> str:
     """Writes `value` like fastjson: compact; non-string map keys bare unless `quote_keys` (BrowserCompatible).
 
     Frozen object keys (tuples of items, from `loads`) are written back as objects. `sort_maps` sorts
@@ -241,7 +243,12 @@ def _dump(value: Any, out: list[str], quote: bool, sort_maps: bool, style: JsonS
     elif isinstance(value, Mapping):
         items = list(value.items())
         if sort_maps:
-            items.sort(key=lambda kv: (not isinstance(kv[0], int | float), kv[0] if not isinstance(kv[0], tuple) else str(kv[0])))
+            items.sort(
+                key=lambda kv: (
+                    not isinstance(kv[0], int | float),
+                    kv[0] if not isinstance(kv[0], tuple) else str(kv[0]),
+                )
+            )
         out.append("{")
         for i, (k, v) in enumerate(items):
             if i:

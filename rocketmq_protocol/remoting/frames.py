@@ -90,6 +90,7 @@ class RemotingCommand:
 
 # ------------------------------------------------------------------------------------------------ JSON
 
+
 def _language_name(language: LanguageCode | int) -> str:
     try:
         return LanguageCode(language).name
@@ -102,9 +103,13 @@ def _encode_json_header(cmd: RemotingCommand, style: JsonStyle) -> bytes:
     # extFields in the map's own order (the order they were decoded or inserted in).
     parts = [f'{{"code":{int(cmd.code)}']
     if cmd.ext_fields:
-        items = ",".join(f"{json_string(k, style)}:{json_string(v, style)}" for k, v in cmd.ext_fields.items())
+        items = ",".join(
+            f"{json_string(k, style)}:{json_string(v, style)}" for k, v in cmd.ext_fields.items()
+        )
         parts.append(f',"extFields":{{{items}}}')
-    parts.append(f',"flag":{int(cmd.flag)},"language":"{_language_name(cmd.language)}","opaque":{int(cmd.opaque)}')
+    parts.append(
+        f',"flag":{int(cmd.flag)},"language":"{_language_name(cmd.language)}","opaque":{int(cmd.opaque)}'
+    )
     if cmd.remark is not None:
         parts.append(f',"remark":{json_string(cmd.remark, style)}')
     parts.append(f',"serializeTypeCurrentRPC":"JSON","version":{int(cmd.version)}}}')
@@ -173,7 +178,9 @@ def _decode_json_header(header: bytes | memoryview) -> RemotingCommand:
 
 def _encode_binary_header(cmd: RemotingCommand) -> bytes:
     if not -0x8000 <= cmd.code <= 0x7FFF:
-        raise ValueError(f"code {cmd.code} does not fit the ROCKETMQ header's int16; send it with a JSON header")
+        raise ValueError(
+            f"code {cmd.code} does not fit the ROCKETMQ header's int16; send it with a JSON header"
+        )
     if not -0x8000 <= cmd.version <= 0x7FFF:
         raise ValueError(f"version {cmd.version} does not fit the ROCKETMQ header's int16")
     out = bytearray(_FIXED.pack(cmd.code, int(cmd.language) & 0xFF, cmd.version, cmd.opaque, cmd.flag))
@@ -226,10 +233,14 @@ def _decode_binary_header(header: bytes | memoryview) -> RemotingCommand:
         (vlen,) = _I32.unpack_from(mv, pos)
         pos += 4
         if vlen < 0 or pos + vlen > end:
-            raise HeaderError(f"ROCKETMQ header extFields value length {vlen} of {key!r} runs past the header")
+            raise HeaderError(
+                f"ROCKETMQ header extFields value length {vlen} of {key!r} runs past the header"
+            )
         ext_fields[key] = _utf8(mv[pos : pos + vlen], "extFields value")  # later duplicates win, as in Java
         pos += vlen
-    lang: LanguageCode | int = LanguageCode(language) if language in LanguageCode._value2member_map_ else language
+    lang: LanguageCode | int = (
+        LanguageCode(language) if language in LanguageCode._value2member_map_ else language
+    )
     return RemotingCommand(
         code=code,
         language=lang,
@@ -292,14 +303,18 @@ def decode_payload(payload: bytes | bytearray | memoryview) -> RemotingCommand:
     stype = (word >> 24) & 0xFF
     hlen = word & 0xFFFFFF
     if 4 + hlen > len(mv):
-        raise HeaderError(f"header length {hlen} exceeds the frame's {len(mv) - 4} bytes after the length word")
+        raise HeaderError(
+            f"header length {hlen} exceeds the frame's {len(mv) - 4} bytes after the length word"
+        )
     cmd = decode_header(mv[4 : 4 + hlen], stype)
     if len(mv) > 4 + hlen:
         cmd.body = bytes(mv[4 + hlen :])
     return cmd
 
 
-def decode_frame(frame: bytes | bytearray | memoryview, max_frame_length: int = MAX_FRAME_LENGTH) -> RemotingCommand:
+def decode_frame(
+    frame: bytes | bytearray | memoryview, max_frame_length: int = MAX_FRAME_LENGTH
+) -> RemotingCommand:
     """One whole frame, length prefix included; the prefix must match the data exactly."""
     mv = memoryview(frame)
     if len(mv) < 4:
@@ -315,7 +330,9 @@ def _check_length(length: int, max_frame_length: int) -> None:
     if length < 4:
         raise FrameError(f"frame length {length} is smaller than the 4-byte header-length word")
     if length + 4 > max_frame_length:
-        raise FrameTooLargeError(f"frame of {length + 4} bytes exceeds the maximum frame length {max_frame_length}")
+        raise FrameTooLargeError(
+            f"frame of {length + 4} bytes exceeds the maximum frame length {max_frame_length}"
+        )
 
 
 class FrameSplitter:
@@ -364,7 +381,9 @@ class FrameSplitter:
             del buf[:pos]
 
 
-async def read_frame(reader: asyncio.StreamReader, max_frame_length: int = MAX_FRAME_LENGTH) -> RemotingCommand | None:
+async def read_frame(
+    reader: asyncio.StreamReader, max_frame_length: int = MAX_FRAME_LENGTH
+) -> RemotingCommand | None:
     """Reads one command from `reader`; None at a clean end of stream (EOF before a frame starts).
 
     Raises FrameError for a bad length or header, or when the stream ends inside a frame.

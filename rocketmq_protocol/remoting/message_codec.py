@@ -123,7 +123,9 @@ _LAYOUTS = {(b6, s6): _tail_dtype(b6, s6) for b6 in (False, True) for s6 in (Fal
 # ------------------------------------------------------------------------------------------------ boundaries
 
 
-def record_starts(data: bytes | bytearray | memoryview, spans: Sequence[tuple[int, int]], minimum: int) -> np.ndarray:
+def record_starts(
+    data: bytes | bytearray | memoryview, spans: Sequence[tuple[int, int]], minimum: int
+) -> np.ndarray:
     """Byte offsets of the records in each (start, end) span of `data`, following TOTALSIZE.
 
     Raises MessageDecodeError when a size is below `minimum` or runs past its span.
@@ -135,7 +137,9 @@ def record_starts(data: bytes | bytearray | memoryview, spans: Sequence[tuple[in
         pos = first
         while pos < end:
             if end - pos < 4:
-                raise MessageDecodeError(f"{end - pos} trailing bytes at offset {pos} cannot hold a TOTALSIZE")
+                raise MessageDecodeError(
+                    f"{end - pos} trailing bytes at offset {pos} cannot hold a TOTALSIZE"
+                )
             (size,) = unpack(data, pos)
             if size < minimum or pos + size > end:
                 raise MessageDecodeError(
@@ -146,7 +150,9 @@ def record_starts(data: bytes | bytearray | memoryview, spans: Sequence[tuple[in
     return np.array(out, dtype=np.int64)
 
 
-def _concat(bodies: bytes | bytearray | memoryview | Sequence[bytes | bytearray | memoryview]) -> tuple[np.ndarray, list[tuple[int, int]]]:
+def _concat(
+    bodies: bytes | bytearray | memoryview | Sequence[bytes | bytearray | memoryview],
+) -> tuple[np.ndarray, list[tuple[int, int]]]:
     if isinstance(bodies, bytes | bytearray | memoryview):
         bodies = [bodies]
     spans = []
@@ -197,7 +203,9 @@ def _decode_records(buf: np.ndarray, starts: np.ndarray, *, decompress: bool, de
     bad = np.flatnonzero((magic != MAGIC_V1) & (magic != MAGIC_V2))
     if len(bad):
         i = int(bad[0])
-        raise MessageDecodeError(f"record {i} at offset {int(starts[i])} has magic code {int(magic[i]) & 0xFFFFFFFF:#x}")
+        raise MessageDecodeError(
+            f"record {i} at offset {int(starts[i])} has magic code {int(magic[i]) & 0xFFFFFFFF:#x}"
+        )
     sysflag = gather(buf, starts + 36, ">i4")
     layout = ((sysflag >> 4) & 1) | ((sysflag >> 4) & 2)  # bit 0 born v6, bit 1 store v6
     counts = np.bincount(layout, minlength=4) if n else np.zeros(4, dtype=np.int64)
@@ -251,7 +259,9 @@ def _decode_records(buf: np.ndarray, starts: np.ndarray, *, decompress: bool, de
     if decompress:
         zipped = np.flatnonzero(sysflag & MessageSysFlag.COMPRESSED)
         if len(zipped):
-            inflated = [_inflate(buf, int(body_start[i]), int(body_len[i]), int(sysflag[i]), int(i)) for i in zipped]
+            inflated = [
+                _inflate(buf, int(body_start[i]), int(body_len[i]), int(sysflag[i]), int(i)) for i in zipped
+            ]
             extra = np.zeros(sum(map(len, inflated)) + PAD, dtype=np.uint8)
             lengths = np.array([len(x) for x in inflated], dtype=np.int64)
             offs = np.concatenate([[0], np.cumsum(lengths)[:-1]])
@@ -276,8 +286,9 @@ def _decode_records(buf: np.ndarray, starts: np.ndarray, *, decompress: bool, de
 
     def offset_ids(rows: np.ndarray | None = None) -> pa.Array:
         sel = slice(None) if rows is None else rows
-        return _offset_ids(store_ip[sel], cols["store_port"][sel], cols["commitlog_offset"][sel], store_v6[sel])
-
+        return _offset_ids(
+            store_ip[sel], cols["store_port"][sel], cols["commitlog_offset"][sel], store_v6[sel]
+        )
 
     arrays: dict[str, pa.Array] = {
         "topic": topic,
@@ -314,7 +325,9 @@ def _decode_records(buf: np.ndarray, starts: np.ndarray, *, decompress: bool, de
     else:
         arrays["message_id"] = offset_ids()
         arrays["tags"] = pa.nulls(n, pa.string())
-        arrays["keys"] = pa.ListArray.from_arrays(pa.array(np.zeros(n + 1, np.int32)), pa.array([], pa.string()))
+        arrays["keys"] = pa.ListArray.from_arrays(
+            pa.array(np.zeros(n + 1, np.int32)), pa.array([], pa.string())
+        )
         arrays["message_group"] = pa.nulls(n, pa.string())
         arrays["delivery_timestamp"] = pa.nulls(n, _TS)
         arrays["properties"] = pa.MapArray.from_arrays(
@@ -411,7 +424,9 @@ def _delivery(*candidates: pa.Array) -> pa.Array:
 # ------------------------------------------------------------------------------------------------ encode
 
 
-def _as_array(value: pa.Array | np.ndarray | Sequence | int | str | bytes, n: int, typ: pa.DataType) -> pa.Array:
+def _as_array(
+    value: pa.Array | np.ndarray | Sequence | int | str | bytes, n: int, typ: pa.DataType
+) -> pa.Array:
     if isinstance(value, pa.ChunkedArray):
         value = value.combine_chunks()
     if isinstance(value, pa.Array):
@@ -443,7 +458,9 @@ def _fixed_rows(rows: np.ndarray) -> pa.Array:
 
 
 def _join_bytes(pieces: list[pa.Array]) -> bytes:
-    joined = pc.binary_join_element_wise(*[p.cast(pa.large_binary()) for p in pieces], pa.scalar(b"", pa.large_binary()))
+    joined = pc.binary_join_element_wise(
+        *[p.cast(pa.large_binary()) for p in pieces], pa.scalar(b"", pa.large_binary())
+    )
     offsets = np.frombuffer(joined.buffers()[1], dtype=np.int64)
     data = joined.buffers()[2]
     if data is None:
@@ -482,7 +499,9 @@ def encode_stored(
     props_arr = _as_array(properties, n, pa.string())
     b6, born_ip, born_port = _host_cols(born_host, n)
     s6, store_ip, store_port = _host_cols(store_host, n)
-    flags = _int_col(sysflag, n, np.int32) & ~np.int32(MessageSysFlag.BORNHOST_V6 | MessageSysFlag.STOREHOST_V6)
+    flags = _int_col(sysflag, n, np.int32) & ~np.int32(
+        MessageSysFlag.BORNHOST_V6 | MessageSysFlag.STOREHOST_V6
+    )
     flags |= np.where(b6, np.int32(MessageSysFlag.BORNHOST_V6), 0).astype(np.int32)
     flags |= np.where(s6, np.int32(MessageSysFlag.STOREHOST_V6), 0).astype(np.int32)
     body_len = _lengths(body_arr)
@@ -494,7 +513,9 @@ def encode_stored(
         raise ValueError("a topic exceeds 32767 bytes")
     v2 = topic_len > MAX_V1_TOPIC_BYTES
     if body_crc is None:
-        crc = np.fromiter((zlib.crc32(b) & 0x7FFFFFFF for b in _iter_bytes(body_arr)), dtype=np.int32, count=n)
+        crc = np.fromiter(
+            (zlib.crc32(b) & 0x7FFFFFFF for b in _iter_bytes(body_arr)), dtype=np.int32, count=n
+        )
     else:
         crc = _int_col(body_crc, n, np.int32)
     layout = b6.astype(np.int64) | (s6.astype(np.int64) << 1)
@@ -527,7 +548,10 @@ def encode_stored(
         raw[:, 48 : 48 + bw] = born_ip[rows, :bw]
         raw[:, 60 + bw : 60 + bw + sw] = store_ip[rows, :sw]
         target = np.lib.stride_tricks.as_strided(
-            header_data, shape=(max(len(header_data) - dt.itemsize + 1, 0), dt.itemsize), strides=(1, 1), writeable=True
+            header_data,
+            shape=(max(len(header_data) - dt.itemsize + 1, 0), dt.itemsize),
+            strides=(1, 1),
+            writeable=True,
         )
         target[header_offsets[rows]] = raw
     headers = pa.Array.from_buffers(
@@ -578,7 +602,11 @@ def _host_cols(hosts: pa.Array | str, n: int) -> tuple[np.ndarray, np.ndarray, n
 # ------------------------------------------------------------------------------------------------ batch
 
 
-def encode_batch(body: pa.Array | Sequence[bytes], properties: pa.Array | Sequence[str] | str, flag: pa.Array | np.ndarray | int = 0) -> bytes:
+def encode_batch(
+    body: pa.Array | Sequence[bytes],
+    properties: pa.Array | Sequence[str] | str,
+    flag: pa.Array | np.ndarray | int = 0,
+) -> bytes:
     """A SEND_BATCH_MESSAGE body (`MessageBatch.encode`): every message with MAGICCODE and BODYCRC 0.
 
     `properties` are each message's own property strings (its UNIQ_KEY, TAGS, KEYS, ...): see
@@ -591,7 +619,9 @@ def encode_batch(body: pa.Array | Sequence[bytes], properties: pa.Array | Sequen
     props_len = _lengths(props_arr)
     if (props_len > 32767).any():
         raise ValueError("a message's properties exceed 32767 bytes (PROPLEN is an int16)")
-    head = np.zeros(n, dtype=[("size", ">i4"), ("magic", ">i4"), ("crc", ">i4"), ("flag", ">i4"), ("body_len", ">i4")])
+    head = np.zeros(
+        n, dtype=[("size", ">i4"), ("magic", ">i4"), ("crc", ">i4"), ("flag", ">i4"), ("body_len", ">i4")]
+    )
     head["size"] = 20 + body_len + 2 + props_len
     head["flag"] = _int_col(flag, n, np.int32)
     head["body_len"] = body_len

@@ -66,7 +66,9 @@ TIMER_DELIVER_MS = "TIMER_DELIVER_MS"  # absolute delivery time (5.x timer)
 TIMER_DELAY_SEC = "TIMER_DELAY_SEC"
 TIMER_DELAY_MS = "TIMER_DELAY_MS"
 TIMER_OUT_MS = "TIMER_OUT_MS"  # the delivery time the broker computed, on delivered timer messages
-START_DELIVER_TIME = "__STARTDELIVERTIME"  # legacy (Aliyun) delivery time; open-source 5.x does not schedule it
+START_DELIVER_TIME = (
+    "__STARTDELIVERTIME"  # legacy (Aliyun) delivery time; open-source 5.x does not schedule it
+)
 SHARDING_KEY = "__SHARDINGKEY"  # message group of FIFO messages (gRPC messageGroup)
 TRAN_MSG = "TRAN_MSG"
 PGROUP = "PGROUP"
@@ -100,7 +102,12 @@ SYSTEM_PROPERTY_NAMES: frozenset[str] = frozenset(
 #: consumers, so both protocols give the same map) plus the two the reader already shows as columns
 #: (`__SHARDINGKEY` → messageGroup, `__STARTDELIVERTIME` → deliveryTimestamp) and the legacy INNER_* batch
 #: bookkeeping. Everything else a producer set is kept.
-HIDDEN_FROM_READER: frozenset[str] = SYSTEM_PROPERTY_NAMES | {SHARDING_KEY, START_DELIVER_TIME, "INNER_NUM", "INNER_BASE"}
+HIDDEN_FROM_READER: frozenset[str] = SYSTEM_PROPERTY_NAMES | {
+    SHARDING_KEY,
+    START_DELIVER_TIME,
+    "INNER_NUM",
+    "INNER_BASE",
+}
 
 
 def encode_properties(properties: Mapping[str, str | None]) -> str:

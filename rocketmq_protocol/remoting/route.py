@@ -88,7 +88,9 @@ class BrokerData:
         try:
             parsed = {int(k): str(v) for k, v in addrs.items()}
         except (TypeError, ValueError):
-            raise JsonBodyError(f"BrokerData.brokerAddrs has a non-integer broker id: {list(addrs)}") from None
+            raise JsonBodyError(
+                f"BrokerData.brokerAddrs has a non-integer broker id: {list(addrs)}"
+            ) from None
         return cls(
             cluster=str(d.get("cluster")),
             broker_name=str(d.get("brokerName")),
@@ -184,7 +186,9 @@ class ClusterInfo:
     def from_json(cls, body: str | bytes | bytearray | memoryview) -> ClusterInfo:
         d = _obj(fastjson.loads(body), "ClusterInfo")
         return cls(
-            broker_addr_table={str(k): BrokerData.from_dict(v) for k, v in (d.get("brokerAddrTable") or {}).items()},
+            broker_addr_table={
+                str(k): BrokerData.from_dict(v) for k, v in (d.get("brokerAddrTable") or {}).items()
+            },
             cluster_addr_table={str(k): list(v) for k, v in (d.get("clusterAddrTable") or {}).items()},
         )
 

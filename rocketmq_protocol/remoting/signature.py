@@ -36,7 +36,9 @@ def _utf16_key(key: str) -> bytes:
     return key.encode("utf-16-be")  # byte order of UTF-16BE = Java String.compareTo order
 
 
-def content_to_sign(ext_fields: Mapping[str, str], body: bytes | None, skip: frozenset[str] = frozenset()) -> bytes:
+def content_to_sign(
+    ext_fields: Mapping[str, str], body: bytes | None, skip: frozenset[str] = frozenset()
+) -> bytes:
     """`AclUtils.combineRequestContent`: values sorted by key (Signature and `skip` left out) + body."""
     keys = sorted((k for k in ext_fields if k != SIGNATURE and k not in skip), key=_utf16_key)
     return "".join(ext_fields[k] for k in keys).encode("utf-8") + (body or b"")
@@ -48,7 +50,9 @@ def calculate_signature(content: bytes, secret_key: str) -> str:
     return base64.b64encode(digest).decode("ascii")
 
 
-def sign(cmd: RemotingCommand, access_key: str, secret_key: str, security_token: str | None = None) -> RemotingCommand:
+def sign(
+    cmd: RemotingCommand, access_key: str, secret_key: str, security_token: str | None = None
+) -> RemotingCommand:
     """Adds AccessKey (+ SecurityToken) and the Signature of the command's final ext fields and body.
 
     Call it last, after every other ext field is set: the server signs exactly the map it receives. In

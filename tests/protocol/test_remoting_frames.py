@@ -36,7 +36,11 @@ commands = st.builds(
 
 
 @settings(max_examples=150, deadline=None)
-@given(cmd=commands, stype=st.sampled_from(list(SerializeType)), style=st.sampled_from(["fastjson1", "fastjson2"]))
+@given(
+    cmd=commands,
+    stype=st.sampled_from(list(SerializeType)),
+    style=st.sampled_from(["fastjson1", "fastjson2"]),
+)
 def test_round_trip_both_header_types(cmd: RemotingCommand, stype: SerializeType, style):
     frame = encode_frame(cmd, stype, json_style=style)
     back = decode_frame(frame)

@@ -58,7 +58,12 @@ def test_frame_decodes_like_java_and_reencodes(version: str, name: str):
     cmd = decode_frame(data)
     assert cmd.code == view["code"]
     assert cmd.language.name == view["language"]
-    assert (cmd.version, cmd.opaque, cmd.flag, cmd.remark) == (view["version"], view["opaque"], view["flag"], view["remark"])
+    assert (cmd.version, cmd.opaque, cmd.flag, cmd.remark) == (
+        view["version"],
+        view["opaque"],
+        view["flag"],
+        view["remark"],
+    )
     assert cmd.ext_fields == (view["ext_fields"] or {})
     assert cmd.body == view["body"].encode("latin-1")
     assert cmd.serialize_type == SerializeType[view["serialize_type"]]
@@ -75,16 +80,29 @@ def test_frame_decodes_like_java_and_reencodes(version: str, name: str):
 @pytest.mark.parametrize("version", VERSIONS)
 def test_typed_headers_of_golden_frames(version: str):
     d = GOLDEN / version
-    pull = PullMessageRequestHeader.from_ext_fields(decode_frame((d / "frame_pull.json.bin").read_bytes()).ext_fields)
-    assert (pull.consumer_group, pull.queue_id, pull.queue_offset, pull.sys_flag) == ("spark-group", 3, 1234567890123, 22)
+    pull = PullMessageRequestHeader.from_ext_fields(
+        decode_frame((d / "frame_pull.json.bin").read_bytes()).ext_fields
+    )
+    assert (pull.consumer_group, pull.queue_id, pull.queue_offset, pull.sys_flag) == (
+        "spark-group",
+        3,
+        1234567890123,
+        22,
+    )
     assert pull.bname == "broker-a" and pull.max_msg_bytes == 2**31 - 1
     v2 = decode_frame((d / "frame_send_v2.rocketmq.bin").read_bytes())
     v1 = decode_frame((d / "frame_send_v1.json.bin").read_bytes())
-    assert send_header_from_ext_fields(v2.code, v2.ext_fields) == SendMessageRequestHeader.from_ext_fields(v1.ext_fields)
+    assert send_header_from_ext_fields(v2.code, v2.ext_fields) == SendMessageRequestHeader.from_ext_fields(
+        v1.ext_fields
+    )
     assert send_header_from_ext_fields(v2.code, v2.ext_fields).to_v2().to_ext_fields() == v2.ext_fields
     resp = decode_frame((d / "frame_send_response.json.bin").read_bytes())
     header = SendMessageResponseHeader.from_ext_fields(resp.ext_fields)
-    assert (header.queue_id, header.queue_offset, header.msg_id) == (1, 42, "7F00000100002A9F0000000000000000")
+    assert (header.queue_id, header.queue_offset, header.msg_id) == (
+        1,
+        42,
+        "7F00000100002A9F0000000000000000",
+    )
     pr = decode_frame((d / "frame_pull_response.rocketmq.bin").read_bytes())
     assert PullMessageResponseHeader.from_ext_fields(pr.ext_fields).next_begin_offset == 100
 
@@ -113,7 +131,9 @@ def test_stored_messages_decode_like_java(version: str, name: str):
         assert row["message_id"] == view["msg_id"]
         assert row["tags"] == view["tags"]
         assert " ".join(row["keys"]) == (view["keys"] or "")
-        assert dict(row["properties"]) == {k: v for k, v in view["properties"].items() if k not in HIDDEN_FROM_READER}
+        assert dict(row["properties"]) == {
+            k: v for k, v in view["properties"].items() if k not in HIDDEN_FROM_READER
+        }
         assert decode_properties(row["raw_properties"]) == view["properties"]
     first = rows[0] if name == "stored_messages.bin" else None
     if first:
@@ -179,7 +199,10 @@ def test_signatures_and_ids(version: str):
     man = manifest(version)
     for case in man["signatures"]:
         body = None if case["body"] is None else case["body"].encode()
-        assert calculate_signature(content_to_sign(case["ext_fields"], body), case["secret"]) == case["signature"]
+        assert (
+            calculate_signature(content_to_sign(case["ext_fields"], body), case["secret"])
+            == case["signature"]
+        )
     for t in ("json", "rocketmq"):
         cmd = decode_frame((GOLDEN / version / f"frame_signed_send_v2.{t}.bin").read_bytes())
         assert verify(cmd, "12345678") and not verify(cmd, "1234567")

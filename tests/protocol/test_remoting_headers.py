@@ -45,7 +45,9 @@ def test_every_header_round_trips(cls):
 
 
 def test_required_fields_and_types_are_checked():
-    with pytest.raises(MissingFieldError, match=r"PullMessageRequestHeader: the custom field <consumerGroup> is missing"):
+    with pytest.raises(
+        MissingFieldError, match=r"PullMessageRequestHeader: the custom field <consumerGroup> is missing"
+    ):
         PullMessageRequestHeader.from_ext_fields({"topic": "T"})
     good = PullMessageRequestHeader("g", "T", 0, 0, 32, 6, 0, 20000, 0).to_ext_fields()
     with pytest.raises(MissingFieldError, match=r"<queueOffset> is not an integer: 'x'"):
@@ -58,12 +60,18 @@ def test_required_fields_and_types_are_checked():
 def test_wire_names_and_java_booleans():
     h = GetMaxOffsetRequestHeader(topic="T", queue_id=3, committed=False, bname="broker-a")
     assert h.to_ext_fields() == {"bname": "broker-a", "topic": "T", "queueId": "3", "committed": "false"}
-    assert GetMaxOffsetRequestHeader.from_ext_fields({"topic": "T", "queueId": "1", "committed": "TRUE"}).committed
-    assert not GetMaxOffsetRequestHeader.from_ext_fields({"topic": "T", "queueId": "1", "committed": "yes"}).committed
+    assert GetMaxOffsetRequestHeader.from_ext_fields(
+        {"topic": "T", "queueId": "1", "committed": "TRUE"}
+    ).committed
+    assert not GetMaxOffsetRequestHeader.from_ext_fields(
+        {"topic": "T", "queueId": "1", "committed": "yes"}
+    ).committed
 
 
 def test_send_header_v1_v2_conversion():
-    v1 = SendMessageRequestHeader("P", "T", "TBW102", 4, 1, 0, 1700000000000, 0, "a\x01b\x02", batch=True, bname="b1")
+    v1 = SendMessageRequestHeader(
+        "P", "T", "TBW102", 4, 1, 0, 1700000000000, 0, "a\x01b\x02", batch=True, bname="b1"
+    )
     v2 = v1.to_v2()
     assert v2.to_ext_fields() == {"a": "P", "b": "T", "c": "TBW102", "d": "4", "e": "1", "f": "0",
                                   "g": "1700000000000", "h": "0", "i": "a\x01b\x02", "m": "true", "n": "b1"}  # fmt: skip
@@ -98,7 +106,9 @@ def test_route_model():
     assert b'"brokerAddrs":{"0":"h:1","1":"h:2"}' in standard
     assert b'"brokerAddrs":{1:"h:2",0:"h:1"}' in route.to_json(standard=False)
     assert TopicRouteData.from_json(standard) == TopicRouteData.from_json(route.to_json(standard=False))
-    old = TopicRouteData.from_json('{"queueDatas":[{"brokerName":"a","readQueueNums":1,"writeQueueNums":1,"perm":6,"topicSynFlag":2}]}')
+    old = TopicRouteData.from_json(
+        '{"queueDatas":[{"brokerName":"a","readQueueNums":1,"writeQueueNums":1,"perm":6,"topicSynFlag":2}]}'
+    )
     assert old.queue_datas[0].topic_sys_flag == 2
     with pytest.raises(JsonBodyError):
         TopicRouteData.from_json('{"brokerDatas":[{"brokerAddrs":{"x":"h"}}]}')
@@ -106,8 +116,18 @@ def test_route_model():
 
 def test_signature_sign_and_verify():
     # Test vector: extFields {topic, AccessKey}, secret 12345678 (JDK javax.crypto gives the same).
-    assert calculate_signature(content_to_sign({"topic": "TopicTest", "AccessKey": "rocketmq2"}, None), "12345678") == "GeeGoP9mRvDhoVp4PD5omX0prgE="
-    assert calculate_signature(content_to_sign({"topic": "TopicTest", "AccessKey": "rocketmq2"}, b"hello"), "12345678") == "VCoakk8D+zaEPRCyxQHvWUF4988="
+    assert (
+        calculate_signature(
+            content_to_sign({"topic": "TopicTest", "AccessKey": "rocketmq2"}, None), "12345678"
+        )
+        == "GeeGoP9mRvDhoVp4PD5omX0prgE="
+    )
+    assert (
+        calculate_signature(
+            content_to_sign({"topic": "TopicTest", "AccessKey": "rocketmq2"}, b"hello"), "12345678"
+        )
+        == "VCoakk8D+zaEPRCyxQHvWUF4988="
+    )
     cmd = RemotingCommand(RequestCode.PULL_MESSAGE, ext_fields={"topic": "T", "b": "2", "B": "1"}, body=b"x")
     sign(cmd, "ak", "sk", security_token="tok")
     assert set(cmd.ext_fields) == {"topic", "b", "B", "AccessKey", "SecurityToken", "Signature"}

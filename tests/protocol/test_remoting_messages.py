@@ -28,7 +28,9 @@ from rocketmq_protocol.remoting.properties import (
     parse_properties_column,
 )
 
-names = st.text(st.characters(blacklist_characters="\x01\x02", blacklist_categories=("Cs",)), min_size=1, max_size=12)
+names = st.text(
+    st.characters(blacklist_characters="\x01\x02", blacklist_categories=("Cs",)), min_size=1, max_size=12
+)
 hosts = st.one_of(
     st.tuples(st.ip_addresses(v=4), st.integers(0, 65535)).map(lambda t: f"{t[0]}:{t[1]}"),
     st.tuples(st.ip_addresses(v=6), st.integers(0, 65535)).map(lambda t: f"[{t[0]}]:{t[1]}"),
@@ -68,14 +70,21 @@ def test_stored_round_trip(msgs):
     data = encode(msgs)
     rows = decode_stored(data).to_pylist()
     for row, m in zip(rows, msgs, strict=True):
-        assert (row["topic"], row["body"], row["queue_id"], row["queue_offset"]) == (m["topic"], m["body"], m["queue_id"], m["offset"])
+        assert (row["topic"], row["body"], row["queue_id"], row["queue_offset"]) == (
+            m["topic"],
+            m["body"],
+            m["queue_id"],
+            m["offset"],
+        )
         assert decode_properties(row["raw_properties"]) == m["props"]
         assert row["born_host"] == m["born"] and row["store_host"] == m["store"]
         v6 = m["store"].startswith("[")
         assert bool(row["sysflag"] & MessageSysFlag.STOREHOST_V6) == v6
         if "UNIQ_KEY" not in m["props"]:
             host, _, port = m["store"].rpartition(":")
-            assert row["message_id"] == create_offset_message_id(host.strip("[]"), int(port), m["offset"] // 2)
+            assert row["message_id"] == create_offset_message_id(
+                host.strip("[]"), int(port), m["offset"] // 2
+            )
     topics = [m["topic"] for m in msgs]
     magics = [struct.unpack_from(">i", data, 4)[0]]
     if len(topics[0].encode()) > 127:
@@ -136,7 +145,12 @@ def test_empty_inputs():
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.binary(max_size=30), st.dictionaries(names, names, max_size=3), st.integers(-5, 5)), max_size=8))
+@given(
+    st.lists(
+        st.tuples(st.binary(max_size=30), st.dictionaries(names, names, max_size=3), st.integers(-5, 5)),
+        max_size=8,
+    )
+)
 def test_batch_round_trip(msgs):
     body = pa.array([m[0] for m in msgs], pa.binary())
     props = pa.array([encode_properties(m[1]) for m in msgs], pa.string())
@@ -162,7 +176,10 @@ def test_bad_batch_bodies(data):
 
 def test_properties_follow_java_rules():
     assert encode_properties({"a": "1", "b": None, "c": "é"}) == "a\x011\x02c\x01é\x02"
-    assert decode_properties("a\x011\x02\x01x\x02k\x01\x02nosep\x02a\x012\x02z\x01v\x01w") == {"a": "2", "z": "v\x01w"}
+    assert decode_properties("a\x011\x02\x01x\x02k\x01\x02nosep\x02a\x012\x02z\x01v\x01w") == {
+        "a": "2",
+        "z": "v\x01w",
+    }
     with pytest.raises(ValueError, match="separator"):
         encode_properties({"a\x02": "1"})
 

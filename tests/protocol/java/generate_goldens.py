@@ -53,12 +53,18 @@ def classpath(version: str) -> str:
         work.mkdir(parents=True, exist_ok=True)
         (work / "pom.xml").write_text(POM.format(version=version))
         cmd = [
-            "mvn", "-q", "-B", "dependency:copy-dependencies", f"-DoutputDirectory={lib}",
+            "mvn",
+            "-q",
+            "-B",
+            "dependency:copy-dependencies",
+            f"-DoutputDirectory={lib}",
             f"-Dmaven.repo.local={CACHE / 'repo'}",
         ]
         done = subprocess.run(cmd, cwd=work, capture_output=True, text=True, timeout=900)
         if done.returncode != 0:
-            raise ToolMissing(f"Maven could not fetch rocketmq-client {version}: {done.stdout[-2000:]}{done.stderr[-2000:]}")
+            raise ToolMissing(
+                f"Maven could not fetch rocketmq-client {version}: {done.stdout[-2000:]}{done.stderr[-2000:]}"
+            )
     return os.pathsep.join(str(p) for p in sorted(lib.glob("*.jar")))
 
 
