@@ -28,9 +28,7 @@ PAD = 16
 
 _HEX = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
 _INT32_MAX = 2**31 - 1
-_INLINE_MASKS = np.where(np.arange(12) < np.arange(13)[:, None], 0xFF, 0).astype(
-    np.uint8
-)  # [len] → 12-byte mask
+_WORD_MASKS = np.array([0, 0xFF, 0xFFFF, 0xFFFFFF, 0xFFFFFFFF], dtype=np.uint32)  # [bytes kept] → mask
 
 
 def padded(data: bytes | bytearray | memoryview | np.ndarray) -> np.ndarray:
@@ -59,6 +57,20 @@ def gather(buf: np.ndarray, positions: np.ndarray, dtype: str) -> np.ndarray:
     return words[positions].astype(dt.newbyteorder("="), copy=False)
 
 
+def _words(src: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """Little-endian uint32 at each byte position; bytes past the end of `src` read as zero."""
+    limit = len(src) - 3
+    if limit > 0:
+        out = gather(src, np.minimum(pos, limit - 1), "<u4")
+    else:
+        out = np.zeros(len(pos), dtype=np.uint32)
+    late = np.flatnonzero(pos >= limit)
+    for i in late.tolist():  # at most a few values within 3 bytes of the end
+        p = int(pos[i])
+        out[i] = int.from_bytes(src[p : p + 4].tobytes().ljust(4, b"\0"), "little")
+    return out
+
+
 def view_array(
     typ: pa.DataType,
     buffers: list[np.ndarray],
@@ -69,46 +81,52 @@ def view_array(
 ) -> pa.Array:
     """A `binary`/`string` array whose i-th value is `buffers[buffer_index[i]][starts[i]:starts[i]+lengths[i]]`.
 
-    Built as an Arrow binary_view/string_view (16-byte views pointing into the buffers, no copy) and cast
-    to `typ` (binary or string), which copies each value once into a contiguous buffer. Each buffer must
-    be followed by PAD readable bytes (see `padded`). Null where `valid` is False.
+    Values of one length (UNIQ_KEYs, same-size bodies) are copied with one 2-D gather. Otherwise the
+    array is built as an Arrow binary_view/string_view (16-byte views pointing into the buffers, no copy)
+    and cast to `typ` (binary or string), which copies each value once. Null where `valid` is False.
     """
     n = len(starts)
-    view_type = (
-        pa.string_view() if pa.types.is_string(typ) or pa.types.is_large_string(typ) else pa.binary_view()
-    )
     if n == 0:
         return pa.array([], type=typ)
-    lengths = lengths.astype(np.int32, copy=False)
-    views = np.zeros((n, 16), dtype=np.uint8)
-    # Inline part (values of ≤ 12 bytes live in the view; longer ones keep their first 4 bytes as prefix).
-    if buffer_index is None or len(buffers) == 1:
-        groups = [(0, slice(None))]
-    else:
-        groups = [(b, np.flatnonzero(buffer_index == b)) for b in range(len(buffers))]
-    for b, rows in groups:
-        src = buffers[b]
-        if len(src) - PAD > _INT32_MAX:
-            raise ValueError("a view buffer exceeds 2 GiB; decode fewer bytes at a time")
-        window = np.lib.stride_tricks.sliding_window_view(src, 12)
-        views[rows, 4:16] = window[starts[rows]]
-    short = np.flatnonzero(lengths <= 12)
-    if len(short):
-        views[short, 4:16] &= _INLINE_MASKS[lengths[short]]
-    v32 = views.view("<i4")
-    v32[:, 0] = lengths
-    long_rows = np.flatnonzero(lengths > 12)
-    if len(long_rows):
-        v32[long_rows, 2] = 0 if buffer_index is None else buffer_index[long_rows]
-        v32[long_rows, 3] = starts[long_rows]
+    lengths = lengths.astype(np.int64, copy=False)
     validity = None
     null_count = 0
     if valid is not None and not valid.all():
         validity = pa.py_buffer(np.packbits(valid, bitorder="little"))
         null_count = int(n - np.count_nonzero(valid))
-        views[~valid] = 0
-    data = [pa.py_buffer(b) for b in buffers]
-    arr = pa.Array.from_buffers(view_type, n, [validity, pa.py_buffer(views), *data], null_count=null_count)
+        lengths = np.where(valid, lengths, 0)
+    rows = np.flatnonzero(valid) if null_count else None
+    present = lengths if rows is None else lengths[rows]
+    if len(buffers) == 1 and len(present) and (present == present[0]).all() and 0 < present[0] <= 4096:
+        width = int(present[0])
+        picked = starts if rows is None else starts[rows]
+        data = np.lib.stride_tricks.sliding_window_view(buffers[0], width)[picked]
+        offsets = np.zeros(n + 1, dtype=np.int32)
+        np.cumsum(lengths, out=offsets[1:])
+        return pa.Array.from_buffers(
+            typ, n, [validity, pa.py_buffer(offsets), pa.py_buffer(data)], null_count=null_count
+        )
+    view_type = pa.string_view() if pa.types.is_string(typ) else pa.binary_view()
+    views = np.empty((n, 4), dtype=np.uint32)
+    views[:, 0] = lengths
+    short = lengths <= 12
+    index = np.zeros(n, dtype=np.int64) if buffer_index is None else buffer_index
+    groups = [(0, slice(None))] if len(buffers) == 1 else [(b, np.flatnonzero(index == b)) for b in range(len(buffers))]
+    for b, sel in groups:
+        src = buffers[b]
+        if len(src) > _INT32_MAX:
+            raise ValueError("a view buffer exceeds 2 GiB; decode fewer bytes at a time")
+        pos = starts[sel]
+        sh = short[sel]
+        ln = lengths[sel]
+        views[sel, 1] = _words(src, pos) & _WORD_MASKS[np.clip(ln, 0, 4)]
+        w2 = _words(src, pos + 4) & _WORD_MASKS[np.clip(ln - 4, 0, 4)]
+        w3 = _words(src, pos + 8) & _WORD_MASKS[np.clip(ln - 8, 0, 4)]
+        views[sel, 2] = np.where(sh, w2, b)
+        views[sel, 3] = np.where(sh, w3, pos.astype(np.uint32))
+    arr = pa.Array.from_buffers(
+        view_type, n, [validity, pa.py_buffer(views), *[pa.py_buffer(b) for b in buffers]], null_count=null_count
+    )
     return arr.cast(typ)
 
 
