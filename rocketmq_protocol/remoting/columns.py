@@ -60,12 +60,10 @@ def gather(buf: np.ndarray, positions: np.ndarray, dtype: str) -> np.ndarray:
 def _words(src: np.ndarray, pos: np.ndarray) -> np.ndarray:
     """Little-endian uint32 at each byte position; bytes past the end of `src` read as zero."""
     limit = len(src) - 3
-    if limit > 0:
-        out = gather(src, np.minimum(pos, limit - 1), "<u4")
-    else:
-        out = np.zeros(len(pos), dtype=np.uint32)
-    late = np.flatnonzero(pos >= limit)
-    for i in late.tolist():  # at most a few values within 3 bytes of the end
+    if len(pos) == 0 or int(pos.max()) < limit:
+        return gather(src, pos, "<u4")
+    out = gather(src, np.minimum(pos, max(limit - 1, 0)), "<u4") if limit > 0 else np.zeros(len(pos), np.uint32)
+    for i in np.flatnonzero(pos >= limit).tolist():  # values ending within 3 bytes of the buffer's end
         p = int(pos[i])
         out[i] = int.from_bytes(src[p : p + 4].tobytes().ljust(4, b"\0"), "little")
     return out
@@ -109,21 +107,35 @@ def view_array(
     view_type = pa.string_view() if pa.types.is_string(typ) else pa.binary_view()
     views = np.empty((n, 4), dtype=np.uint32)
     views[:, 0] = lengths
-    short = lengths <= 12
     index = np.zeros(n, dtype=np.int64) if buffer_index is None else buffer_index
-    groups = [(0, slice(None))] if len(buffers) == 1 else [(b, np.flatnonzero(index == b)) for b in range(len(buffers))]
+    groups = [(0, None)] if len(buffers) == 1 else [(b, np.flatnonzero(index == b)) for b in range(len(buffers))]
     for b, sel in groups:
         src = buffers[b]
         if len(src) > _INT32_MAX:
             raise ValueError("a view buffer exceeds 2 GiB; decode fewer bytes at a time")
-        pos = starts[sel]
-        sh = short[sel]
-        ln = lengths[sel]
-        views[sel, 1] = _words(src, pos) & _WORD_MASKS[np.clip(ln, 0, 4)]
-        w2 = _words(src, pos + 4) & _WORD_MASKS[np.clip(ln - 4, 0, 4)]
-        w3 = _words(src, pos + 8) & _WORD_MASKS[np.clip(ln - 8, 0, 4)]
-        views[sel, 2] = np.where(sh, w2, b)
-        views[sel, 3] = np.where(sh, w3, pos.astype(np.uint32))
+        pos = starts if sel is None else starts[sel]
+        ln = lengths if sel is None else lengths[sel]
+        short = ln <= 12
+        first = _words(src, pos)
+        if short.any():
+            out = views if sel is None else np.empty((len(pos), 4), dtype=np.uint32)
+            out[:, 1] = first & _WORD_MASKS[np.clip(ln, 0, 4)]
+            out[:, 2] = b
+            out[:, 3] = pos
+            rows = slice(None) if short.all() else np.flatnonzero(short)
+            p, k = pos[rows], ln[rows]
+            out[rows, 2] = _words(src, p + 4) & _WORD_MASKS[np.clip(k - 4, 0, 4)]
+            out[rows, 3] = _words(src, p + 8) & _WORD_MASKS[np.clip(k - 8, 0, 4)]
+            if sel is not None:
+                views[sel, 1:] = out[:, 1:]
+        elif sel is None:
+            views[:, 1] = first
+            views[:, 2] = b
+            views[:, 3] = pos
+        else:
+            views[sel, 1] = first
+            views[sel, 2] = b
+            views[sel, 3] = pos
     arr = pa.Array.from_buffers(
         view_type, n, [validity, pa.py_buffer(views), *[pa.py_buffer(b) for b in buffers]], null_count=null_count
     )

@@ -153,19 +153,22 @@ def record_starts(
 def _concat(
     bodies: bytes | bytearray | memoryview | Sequence[bytes | bytearray | memoryview],
 ) -> tuple[np.ndarray, list[tuple[int, int]]]:
+    """One uint8 array over all bodies (no copy for a single body) and each body's (start, end)."""
     if isinstance(bodies, bytes | bytearray | memoryview):
         bodies = [bodies]
+    if len(bodies) == 1:
+        buf = as_u8(bodies[0])
+        return buf, [(0, len(buf))]
     spans = []
     pos = 0
     for b in bodies:
         spans.append((pos, pos + len(b)))
         pos += len(b)
-    buf = np.empty(pos + PAD, dtype=np.uint8)
+    buf = np.empty(pos, dtype=np.uint8)
     pos = 0
     for b in bodies:
         buf[pos : pos + len(b)] = as_u8(b)
         pos += len(b)
-    buf[pos:] = 0
     return buf, spans
 
 
@@ -215,10 +218,15 @@ def _decode_records(buf: np.ndarray, starts: np.ndarray, *, decompress: bool, de
     born_ip = np.zeros((n, 16), dtype=np.uint8)
     store_ip = np.zeros((n, 16), dtype=np.uint8)
     head_len = np.empty(n, dtype=np.int64)
+    sizes = gather(buf, starts, ">i4")
     for code in np.flatnonzero(counts):
         b6, s6 = bool(code & 1), bool(code & 2)
         dt = _LAYOUTS[(b6, s6)]
         rows = slice(None) if counts[code] == n else np.flatnonzero(layout == code)
+        short = np.flatnonzero(sizes[rows] < dt.itemsize + 3)
+        if len(short):
+            at = np.arange(n)[rows][short]
+            _layout_error(at, starts, f"TOTALSIZE too small for its host fields (sysflag {int(sysflag[at[0]]):#x})")
         window = np.lib.stride_tricks.sliding_window_view(buf, dt.itemsize)
         raw = window[starts[rows]]
         rec = raw.view(dt).reshape(-1)

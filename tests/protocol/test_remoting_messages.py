@@ -212,3 +212,19 @@ def test_build_properties_column():
     assert set(rows[1]) == set(rows[2]) == {"UNIQ_KEY", "WAIT"}
     ids = [r["UNIQ_KEY"] for r in rows]
     assert len(set(ids)) == 3 and all(parse_uniq_id(i).ip == "127.0.0.1" for i in ids)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=300), st.integers(0, 400))
+def test_garbage_never_escapes_as_another_error(data, cut):
+    """Random bytes (and a real body cut anywhere) raise the codec's errors, nothing else, and end."""
+    from rocketmq_protocol.remoting.errors import RemotingCodecError
+    from rocketmq_protocol.remoting.frames import FrameSplitter
+
+    real = _stored_one() + _stored_one()
+    for body in (data, real[:cut] + data, real[: cut % len(real)]):
+        for decode in (decode_stored, decode_batch, lambda b: FrameSplitter().feed(b)):
+            try:
+                decode(body)
+            except RemotingCodecError:
+                pass
