@@ -19,6 +19,7 @@ __all__ = [
     "hex_upper",
     "host_strings",
     "padded",
+    "rows_at",
     "parse_hosts",
     "view_array",
 ]
@@ -69,6 +70,13 @@ def _words(src: np.ndarray, pos: np.ndarray) -> np.ndarray:
     return out
 
 
+def rows_at(buf: np.ndarray, positions: np.ndarray, width: int) -> np.ndarray:
+    """The `width` bytes at each position, as a (k, width) uint8 array (one memcpy per row)."""
+    count = max(len(buf) - width + 1, 0)
+    items = np.ndarray(shape=(count,), dtype=np.dtype((np.void, width)), buffer=buf, offset=0, strides=(1,))
+    return items[positions].view(np.uint8).reshape(len(positions), width)
+
+
 def view_array(
     typ: pa.DataType,
     buffers: list[np.ndarray],
@@ -98,7 +106,7 @@ def view_array(
     if len(buffers) == 1 and len(present) and (present == present[0]).all() and 0 < present[0] <= 4096:
         width = int(present[0])
         picked = starts if rows is None else starts[rows]
-        data = np.lib.stride_tricks.sliding_window_view(buffers[0], width)[picked]
+        data = rows_at(buffers[0], picked, width)
         offsets = np.zeros(n + 1, dtype=np.int32)
         np.cumsum(lengths, out=offsets[1:])
         return pa.Array.from_buffers(

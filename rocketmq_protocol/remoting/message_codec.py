@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .columns import PAD, as_u8, gather, hex_upper, host_strings, parse_hosts, view_array
+from .columns import PAD, as_u8, gather, hex_upper, host_strings, parse_hosts, rows_at, view_array
 from .errors import BatchDecodeError, MessageDecodeError
 from .flags import CompressionType, MessageSysFlag, compression_type
 from .properties import (
@@ -227,8 +227,7 @@ def _decode_records(buf: np.ndarray, starts: np.ndarray, *, decompress: bool, de
         if len(short):
             at = np.arange(n)[rows][short]
             _layout_error(at, starts, f"TOTALSIZE too small for its host fields (sysflag {int(sysflag[at[0]]):#x})")
-        window = np.lib.stride_tricks.sliding_window_view(buf, dt.itemsize)
-        raw = window[starts[rows]]
+        raw = rows_at(buf, starts[rows], dt.itemsize)
         rec = raw.view(dt).reshape(-1)
         for name in names:
             if name not in cols:
@@ -369,7 +368,9 @@ def _repeated_or_views(buf: np.ndarray, start: np.ndarray, length: np.ndarray) -
     n = len(start)
     if n and (length == length[0]).all() and length[0] <= 255:
         k = int(length[0])
-        window = np.lib.stride_tricks.sliding_window_view(buf, max(k, 1))[start][:, :k]
+        if k == 0:
+            return pa.repeat(pa.scalar("", pa.string()), n)
+        window = rows_at(buf, start, k)
         if (window == window[0]).all():
             return pa.repeat(pa.scalar(window[0].tobytes().decode("utf-8", "replace"), pa.string()), n)
     return view_array(pa.string(), [buf], start, length)

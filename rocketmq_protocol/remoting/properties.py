@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .columns import PAD, gather, view_array
+from .columns import PAD, gather, rows_at, view_array
 
 __all__ = [
     "CLUSTER",
@@ -165,6 +166,37 @@ def _python_hash(name: str) -> int:
 
 
 @dataclass(frozen=True)
+class _NameTable:
+    hashes: np.ndarray  # sorted distinct hashes of the names
+    first_name: np.ndarray  # per hash: index of its (first) name
+    verify: np.ndarray  # per hash: compare the bytes (a name over 8 bytes, or two names on one hash)
+    slot_names: list[list[int]]  # per hash: indexes of its names
+    raw: list[bytes]  # per name: UTF-8
+    wanted: np.ndarray  # per name (+ trailing -1): position in `names`, or -1
+    hidden: np.ndarray  # per name (+ trailing False): left out of the map
+
+
+@cache
+def _name_table(names: tuple[str, ...], hidden: frozenset[str]) -> _NameTable:
+    all_names = sorted(set(names) | set(hidden))
+    raw = [t.encode("utf-8") for t in all_names]
+    keyed = np.array([_python_hash(t) for t in all_names], dtype=np.uint64)
+    hashes = np.unique(keyed)
+    slot_names: list[list[int]] = [[] for _ in hashes]
+    for i, k in enumerate(keyed):
+        slot_names[int(np.searchsorted(hashes, k))].append(i)
+    return _NameTable(
+        hashes=hashes,
+        first_name=np.array([s[0] for s in slot_names], dtype=np.int64),
+        verify=np.array([len(s) > 1 or len(raw[s[0]]) > 8 for s in slot_names], dtype=bool),
+        slot_names=slot_names,
+        raw=raw,
+        wanted=np.array([names.index(t) if t in names else -1 for t in all_names] + [-1], dtype=np.int64),
+        hidden=np.array([t in hidden for t in all_names] + [False], dtype=bool),
+    )
+
+
+@dataclass(frozen=True)
 class PropertyColumns:
     """`parse_properties_column`'s result: chosen properties as columns, the rest as a map."""
 
@@ -232,41 +264,39 @@ def parse_properties_column(
 
     # Name of each item: its first 8 bytes and length, looked up among the names we care about; names
     # longer than 8 bytes are then compared in full.
-    table_names = sorted(set(names) | set(hidden))
-    table_hash = np.array([_python_hash(t) for t in table_names], dtype=np.uint64)
-    uniq_hash, inverse = np.unique(table_hash, return_inverse=True)
+    table = _name_table(tuple(names), hidden)
     first = gather(buf, key_start, "<u8") & _MASKS[np.minimum(key_len, 8)]
     h = _name_hash(first, key_len)
-    pos = np.minimum(np.searchsorted(uniq_hash, h), len(uniq_hash) - 1)
-    slot = np.where(uniq_hash[pos] == h, pos, -1)
-    name_id = np.full(len(h), -1, dtype=np.int64)
-    for i, t in enumerate(table_names):
-        cand = np.flatnonzero(slot == inverse[i])
-        raw_name = t.encode("utf-8")
-        if len(cand) and len(raw_name) > 8:
-            window = np.lib.stride_tricks.sliding_window_view(buf, len(raw_name))[key_start[cand]]
-            cand = cand[(window == np.frombuffer(raw_name, dtype=np.uint8)).all(axis=1)]
-        name_id[cand] = i
+    pos = np.minimum(np.searchsorted(table.hashes, h), len(table.hashes) - 1)
+    hit = table.hashes[pos] == h
+    name_id = np.where(hit, table.first_name[pos], -1)
+    check = np.flatnonzero(hit & table.verify[pos])  # names over 8 bytes, or sharing 8 bytes and a length
+    if len(check):
+        slots = pos[check]
+        for slot in np.unique(slots).tolist():
+            cand = check[slots == slot]
+            name_id[cand] = -1
+            for i in table.slot_names[slot]:
+                raw_name = table.raw[i]
+                match = (rows_at(buf, key_start[cand], len(raw_name)) == np.frombuffer(raw_name, np.uint8)).all(axis=1)
+                name_id[cand[match]] = i
 
     values: dict[str, pa.Array] = {}
-    for name in names:
-        i = table_names.index(name)
-        sel = np.flatnonzero(name_id == i)
-        last = np.full(n, -1, dtype=np.int64)
-        last[rows[sel]] = sel  # repeated rows: the later item is assigned last and wins
-        present = last >= 0
+    wanted = table.wanted[name_id]  # position in `names`, or -1 (name_id -1 indexes the trailing -1)
+    w_items = np.flatnonzero(wanted >= 0)
+    w_of = wanted[w_items]
+    for j, name in enumerate(names):
+        sel = w_items[w_of == j]
         if not len(sel):
             values[name] = pa.nulls(n, pa.string())
             continue
+        last = np.full(n, -1, dtype=np.int64)
+        last[rows[sel]] = sel  # repeated rows: the later item is assigned last and wins
+        present = last >= 0
         pick = np.where(present, last, 0)
-        if len(val_start):
-            vs, vl = val_start[pick], np.where(present, val_len[pick], 0)
-        else:
-            vs = vl = np.zeros(n, dtype=np.int64)
-        values[name] = view_array(pa.string(), [buf], vs, vl, valid=present)
+        values[name] = view_array(pa.string(), [buf], val_start[pick], np.where(present, val_len[pick], 0), valid=present)
 
-    hidden_ids = np.array([t in hidden for t in table_names] + [False], dtype=bool)
-    user = np.flatnonzero(~hidden_ids[name_id])  # name_id -1 indexes the trailing False
+    user = np.flatnonzero(~table.hidden[name_id])  # name_id -1 indexes the trailing False
     counts = np.bincount(rows[user], minlength=n) if n else np.zeros(0, dtype=np.int64)
     map_offsets = np.zeros(n + 1, dtype=np.int32)
     np.cumsum(counts, out=map_offsets[1:])
