@@ -174,6 +174,11 @@ class _NameTable:
     raw: list[bytes]  # per name: UTF-8
     wanted: np.ndarray  # per name (+ trailing -1): position in `names`, or -1
     hidden: np.ndarray  # per name (+ trailing False): left out of the map
+    lut: np.ndarray  # top _LUT_BITS of hash * lut_mul → slot (no two slots share an entry)
+    lut_mul: np.uint64
+
+
+_LUT_BITS = 14
 
 
 @cache
@@ -185,7 +190,17 @@ def _name_table(names: tuple[str, ...], hidden: frozenset[str]) -> _NameTable:
     slot_names: list[list[int]] = [[] for _ in hashes]
     for i, k in enumerate(keyed):
         slot_names[int(np.searchsorted(hashes, k))].append(i)
+    for mul in (0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93):
+        top = (hashes * np.uint64(mul)) >> np.uint64(64 - _LUT_BITS)
+        if len(np.unique(top)) == len(top):
+            break
+    else:  # pragma: no cover - the names are fixed; one of the multipliers separates them
+        raise AssertionError("no collision-free lookup table for the property names")
+    lut = np.zeros(1 << _LUT_BITS, dtype=np.int16)
+    lut[top.astype(np.int64)] = np.arange(len(hashes), dtype=np.int16)
     return _NameTable(
+        lut=lut,
+        lut_mul=np.uint64(mul),
         hashes=hashes,
         first_name=np.array([s[0] for s in slot_names], dtype=np.int64),
         verify=np.array([len(s) > 1 or len(raw[s[0]]) > 8 for s in slot_names], dtype=bool),
@@ -218,7 +233,7 @@ def parse_properties_column(
     if arr.null_count:
         arr = pc.fill_null(arr, b"")
     offsets_buf, data_buf = arr.buffers()[1], arr.buffers()[2]
-    offsets = np.frombuffer(offsets_buf, dtype=np.int32)[arr.offset : arr.offset + n + 1].astype(np.int64)
+    offsets = np.frombuffer(offsets_buf, dtype=np.int32)[arr.offset : arr.offset + n + 1]
     data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
     base = offsets[0] if n else 0
     rel = offsets - base
@@ -229,10 +244,10 @@ def parse_properties_column(
     else:
         # Add one \x02 after each string, so every item (the last included) ends with a separator.
         joined = np.insert(props, rel[1:], np.uint8(2))
-        rel = rel + np.arange(n + 1)
+        rel = rel + np.arange(n + 1, dtype=np.int32)
     buf = np.zeros(len(joined) + PAD, dtype=np.uint8)
     buf[: len(joined)] = joined
-    marks = np.flatnonzero(joined <= 2)  # one pass finds both separators
+    marks = np.flatnonzero(joined <= 2).astype(np.int32)  # one pass finds both separators
     kinds = joined[marks]
     ends = marks[kinds == 2]
     seps = marks[kinds == 1]
@@ -241,16 +256,19 @@ def parse_properties_column(
         starts[0] = 0
         starts[1:] = ends[:-1] + 1
     first_item = np.searchsorted(ends, rel)  # items of row i: first_item[i] .. first_item[i+1]
-    item_row = np.repeat(np.arange(n, dtype=np.int64), np.diff(first_item))
-    if len(seps) == len(ends) and ((seps > starts) & (seps < ends)).all():
-        kv = seps  # exactly one \x01 inside each item: the usual case
-    elif len(seps):
-        fi = np.searchsorted(seps, starts)
-        kv = seps[np.minimum(fi, len(seps) - 1)]
-        kv = np.where(fi < len(seps), kv, starts)
-    else:
-        kv = starts
-    ok = (kv > starts) & (kv < ends - 1)
+    item_row = np.repeat(np.arange(n, dtype=np.int32), np.diff(first_item))
+    ok = None
+    if len(seps) == len(ends):  # usually exactly one \x01 inside each item
+        kv = seps
+        ok = (kv > starts) & (kv < ends - 1)
+    if ok is None or not ok.all():
+        if len(seps):
+            fi = np.searchsorted(seps, starts)
+            kv = seps[np.minimum(fi, len(seps) - 1)]
+            kv = np.where(fi < len(seps), kv, starts)
+        else:
+            kv = starts
+        ok = (kv > starts) & (kv < ends - 1)
     if ok.all():
         key_start, key_len, val_start = starts, kv - starts, kv + 1
         val_len, rows = ends - kv - 1, item_row
@@ -267,7 +285,7 @@ def parse_properties_column(
     table = _name_table(tuple(names), hidden)
     first = gather(buf, key_start, "<u8") & _MASKS[np.minimum(key_len, 8)]
     h = _name_hash(first, key_len)
-    pos = np.minimum(np.searchsorted(table.hashes, h), len(table.hashes) - 1)
+    pos = table.lut[(h * table.lut_mul) >> np.uint64(64 - _LUT_BITS)]  # candidate slot; a miss points at 0
     hit = table.hashes[pos] == h
     name_id = np.where(hit, table.first_name[pos], -1)
     check = np.flatnonzero(hit & table.verify[pos])  # names over 8 bytes, or sharing 8 bytes and a length
