@@ -63,7 +63,9 @@ def _words(src: np.ndarray, pos: np.ndarray) -> np.ndarray:
     limit = len(src) - 3
     if len(pos) == 0 or int(pos.max()) < limit:
         return gather(src, pos, "<u4")
-    out = gather(src, np.minimum(pos, max(limit - 1, 0)), "<u4") if limit > 0 else np.zeros(len(pos), np.uint32)
+    out = (
+        gather(src, np.minimum(pos, max(limit - 1, 0)), "<u4") if limit > 0 else np.zeros(len(pos), np.uint32)
+    )
     for i in np.flatnonzero(pos >= limit).tolist():  # values ending within 3 bytes of the buffer's end
         p = int(pos[i])
         out[i] = int.from_bytes(src[p : p + 4].tobytes().ljust(4, b"\0"), "little")
@@ -116,7 +118,9 @@ def view_array(
     views = np.empty((n, 4), dtype=np.uint32)
     views[:, 0] = lengths
     index = np.zeros(n, dtype=np.int64) if buffer_index is None else buffer_index
-    groups = [(0, None)] if len(buffers) == 1 else [(b, np.flatnonzero(index == b)) for b in range(len(buffers))]
+    groups = (
+        [(0, None)] if len(buffers) == 1 else [(b, np.flatnonzero(index == b)) for b in range(len(buffers))]
+    )
     for b, sel in groups:
         src = buffers[b]
         if len(src) > _INT32_MAX:
@@ -145,7 +149,10 @@ def view_array(
             views[sel, 2] = b
             views[sel, 3] = pos
     arr = pa.Array.from_buffers(
-        view_type, n, [validity, pa.py_buffer(views), *[pa.py_buffer(b) for b in buffers]], null_count=null_count
+        view_type,
+        n,
+        [validity, pa.py_buffer(views), *[pa.py_buffer(b) for b in buffers]],
+        null_count=null_count,
     )
     return arr.cast(typ)
 

@@ -202,41 +202,51 @@ def _decode_records(buf: np.ndarray, starts: np.ndarray, *, decompress: bool, de
     n = len(starts)
     if n == 0:
         return pa.RecordBatch.from_pylist([], schema=STORED_SCHEMA)
-    magic = gather(buf, starts + 4, ">i4")
+    # Every record is at least _MIN_STORED bytes, so the IPv4 layout's 88 bytes can be read for all of them;
+    # records with an IPv6 host are read again with their own layout.
+    v4 = _LAYOUTS[(False, False)]
+    raw = rows_at(buf, starts, v4.itemsize)
+    rec = raw.view(v4).reshape(-1)
+    magic = rec["magic"].astype(np.int32)
     bad = np.flatnonzero((magic != MAGIC_V1) & (magic != MAGIC_V2))
     if len(bad):
         i = int(bad[0])
         raise MessageDecodeError(
             f"record {i} at offset {int(starts[i])} has magic code {int(magic[i]) & 0xFFFFFFFF:#x}"
         )
-    sysflag = gather(buf, starts + 36, ">i4")
-    layout = ((sysflag >> 4) & 1) | ((sysflag >> 4) & 2)  # bit 0 born v6, bit 1 store v6
-    counts = np.bincount(layout, minlength=4) if n else np.zeros(4, dtype=np.int64)
-    cols: dict[str, np.ndarray] = {}
+    sysflag = rec["sysflag"].astype(np.int32)
     names = ("size", "crc", "queue_id", "flag", "queue_offset", "commitlog_offset", "born_ts", "born_port",
              "store_ts", "store_port", "reconsume", "prepared", "body_len")  # fmt: skip
+    cols = {name: rec[name].astype(v4[name].newbyteorder("=")) for name in names}
     born_ip = np.zeros((n, 16), dtype=np.uint8)
     store_ip = np.zeros((n, 16), dtype=np.uint8)
-    head_len = np.empty(n, dtype=np.int64)
-    sizes = gather(buf, starts, ">i4")
-    for code in np.flatnonzero(counts):
-        b6, s6 = bool(code & 1), bool(code & 2)
-        dt = _LAYOUTS[(b6, s6)]
-        rows = slice(None) if counts[code] == n else np.flatnonzero(layout == code)
-        short = np.flatnonzero(sizes[rows] < dt.itemsize + 3)
-        if len(short):
-            at = np.arange(n)[rows][short]
-            _layout_error(at, starts, f"TOTALSIZE too small for its host fields (sysflag {int(sysflag[at[0]]):#x})")
-        raw = rows_at(buf, starts[rows], dt.itemsize)
-        rec = raw.view(dt).reshape(-1)
-        for name in names:
-            if name not in cols:
-                cols[name] = np.empty(n, dtype=dt[name].newbyteorder("="))
-            cols[name][rows] = rec[name]
-        bw, sw = (16 if b6 else 4), (16 if s6 else 4)
-        born_ip[rows, :bw] = raw[:, 48 : 48 + bw]
-        store_ip[rows, :sw] = raw[:, 60 + bw : 60 + bw + sw]
-        head_len[rows] = dt.itemsize
+    born_ip[:, :4] = raw[:, 48:52]
+    store_ip[:, :4] = raw[:, 64:68]
+    head_len = np.full(n, v4.itemsize, dtype=np.int64)
+    layout = ((sysflag >> 4) & 1) | ((sysflag >> 4) & 2)  # bit 0 born v6, bit 1 store v6
+    if layout.any():
+        sizes = cols["size"]
+        for code in (1, 2, 3):
+            rows = np.flatnonzero(layout == code)
+            if not len(rows):
+                continue
+            b6, s6 = bool(code & 1), bool(code & 2)
+            dt = _LAYOUTS[(b6, s6)]
+            short = rows[sizes[rows] < dt.itemsize + 3]
+            if len(short):
+                _layout_error(
+                    short,
+                    starts,
+                    f"TOTALSIZE too small for its host fields (sysflag {int(sysflag[short[0]]):#x})",
+                )
+            raw6 = rows_at(buf, starts[rows], dt.itemsize)
+            rec6 = raw6.view(dt).reshape(-1)
+            for name in names:
+                cols[name][rows] = rec6[name]
+            bw, sw = (16 if b6 else 4), (16 if s6 else 4)
+            born_ip[rows, :bw] = raw6[:, 48 : 48 + bw]
+            store_ip[rows, :sw] = raw6[:, 60 + bw : 60 + bw + sw]
+            head_len[rows] = dt.itemsize
 
     body_len = cols["body_len"].astype(np.int64)
     body_start = starts + head_len
@@ -246,7 +256,9 @@ def _decode_records(buf: np.ndarray, starts: np.ndarray, *, decompress: bool, de
     bad = np.flatnonzero((body_len < 0) | (topic_pos + 1 + v2 + 2 > record_end))
     if len(bad):
         _layout_error(bad, starts, "BODYLEN runs past the record")
-    topic_len = np.where(v2, gather(buf, topic_pos, ">i2"), buf[topic_pos]).astype(np.int64)
+    topic_len = buf[topic_pos].astype(np.int64)
+    if v2.any():
+        topic_len = np.where(v2, gather(buf, topic_pos, ">i2"), topic_len)
     topic_start = topic_pos + 1 + v2
     props_pos = topic_start + topic_len
     bad = np.flatnonzero((topic_len < 0) | (props_pos + 2 > record_end))

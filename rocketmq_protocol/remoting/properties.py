@@ -296,7 +296,9 @@ def parse_properties_column(
             name_id[cand] = -1
             for i in table.slot_names[slot]:
                 raw_name = table.raw[i]
-                match = (rows_at(buf, key_start[cand], len(raw_name)) == np.frombuffer(raw_name, np.uint8)).all(axis=1)
+                match = (
+                    rows_at(buf, key_start[cand], len(raw_name)) == np.frombuffer(raw_name, np.uint8)
+                ).all(axis=1)
                 name_id[cand[match]] = i
 
     values: dict[str, pa.Array] = {}
@@ -312,7 +314,9 @@ def parse_properties_column(
         last[rows[sel]] = sel  # repeated rows: the later item is assigned last and wins
         present = last >= 0
         pick = np.where(present, last, 0)
-        values[name] = view_array(pa.string(), [buf], val_start[pick], np.where(present, val_len[pick], 0), valid=present)
+        values[name] = view_array(
+            pa.string(), [buf], val_start[pick], np.where(present, val_len[pick], 0), valid=present
+        )
 
     user = np.flatnonzero(~table.hidden[name_id])  # name_id -1 indexes the trailing False
     counts = np.bincount(rows[user], minlength=n) if n else np.zeros(0, dtype=np.int64)
