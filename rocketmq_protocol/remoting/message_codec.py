@@ -479,14 +479,16 @@ def _fixed_rows(rows: np.ndarray) -> pa.Array:
 
 
 def _join_bytes(pieces: list[pa.Array]) -> bytes:
+    """Row i of every piece, concatenated, for all rows: the bytes of binary_join_element_wise's data."""
     joined = pc.binary_join_element_wise(
         *[p.cast(pa.large_binary()) for p in pieces], pa.scalar(b"", pa.large_binary())
     )
-    offsets = np.frombuffer(joined.buffers()[1], dtype=np.int64)
     data = joined.buffers()[2]
-    if data is None:
+    if data is None or not len(joined):
         return b""
-    return data.to_pybytes()[offsets[joined.offset] : offsets[joined.offset + len(joined)]]
+    offsets = np.frombuffer(joined.buffers()[1], dtype=np.int64)
+    first, last = int(offsets[joined.offset]), int(offsets[joined.offset + len(joined)])
+    return data.slice(first, last - first).to_pybytes()
 
 
 def encode_stored(
