@@ -50,12 +50,11 @@ def as_u8(data: bytes | bytearray | memoryview | np.ndarray) -> np.ndarray:
 def gather(buf: np.ndarray, positions: np.ndarray, dtype: str) -> np.ndarray:
     """The `dtype` values (e.g. '>i4', '>i8', '<u8') at arbitrary byte positions of `buf`, native-endian.
 
-    Uses a 1-byte-stride view of `buf` as the wider type, so one fancy index reads every value.
+    Reads each value's bytes with one memcpy-per-row gather (`rows_at`), then reinterprets them.
     """
     dt = np.dtype(dtype)
-    count = len(buf) - dt.itemsize + 1
-    words = np.ndarray(shape=(max(count, 0),), dtype=dt, buffer=buf, offset=0, strides=(1,))
-    return words[positions].astype(dt.newbyteorder("="), copy=False)
+    raw = rows_at(buf, positions, dt.itemsize)
+    return raw.view(dt).reshape(len(positions)).astype(dt.newbyteorder("="), copy=False)
 
 
 def _words(src: np.ndarray, pos: np.ndarray) -> np.ndarray:

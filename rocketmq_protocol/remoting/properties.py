@@ -249,8 +249,11 @@ def parse_properties_column(
     buf[: len(joined)] = joined
     marks = np.flatnonzero(joined <= 2).astype(np.int32)  # one pass finds both separators
     kinds = joined[marks]
-    ends = marks[kinds == 2]
-    seps = marks[kinds == 1]
+    if len(kinds) % 2 == 0 and (kinds[0::2] == 1).all() and (kinds[1::2] == 2).all():
+        seps, ends = marks[0::2], marks[1::2]  # name \x01 value \x02, item after item: the usual case
+    else:
+        ends = marks[kinds == 2]
+        seps = marks[kinds == 1]
     starts = np.empty_like(ends)
     if len(ends):
         starts[0] = 0
@@ -304,19 +307,20 @@ def parse_properties_column(
     values: dict[str, pa.Array] = {}
     wanted = table.wanted[name_id]  # position in `names`, or -1 (name_id -1 indexes the trailing -1)
     w_items = np.flatnonzero(wanted >= 0)
-    w_of = wanted[w_items]
+    k = len(names)
+    # Last item of each (row, name): one scatter into a rows × names table; later items overwrite.
+    last = np.full(n * k, -1, dtype=np.int32)
+    last[rows[w_items].astype(np.int64) * k + wanted[w_items]] = w_items
+    last = last.reshape(n, k)
+    seen = np.bincount(wanted[w_items], minlength=k) if len(w_items) else np.zeros(k, dtype=np.int64)
     for j, name in enumerate(names):
-        sel = w_items[w_of == j]
-        if not len(sel):
+        if not seen[j]:
             values[name] = pa.nulls(n, pa.string())
             continue
-        last = np.full(n, -1, dtype=np.int64)
-        last[rows[sel]] = sel  # repeated rows: the later item is assigned last and wins
-        present = last >= 0
-        pick = np.where(present, last, 0)
-        values[name] = view_array(
-            pa.string(), [buf], val_start[pick], np.where(present, val_len[pick], 0), valid=present
-        )
+        col = last[:, j]
+        present = col >= 0
+        pick = np.maximum(col, 0)
+        values[name] = view_array(pa.string(), [buf], val_start[pick], np.where(present, val_len[pick], 0), valid=present)
 
     user = np.flatnonzero(~table.hidden[name_id])  # name_id -1 indexes the trailing False
     counts = np.bincount(rows[user], minlength=n) if n else np.zeros(0, dtype=np.int64)
