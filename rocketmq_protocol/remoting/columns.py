@@ -29,6 +29,7 @@ PAD = 16
 
 _HEX = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
 _INT32_MAX = 2**31 - 1
+_SHORT_COPY = 24  # values up to this many bytes are copied by fixed-width rows rather than through views
 _WORD_MASKS = np.array([0, 0xFF, 0xFFFF, 0xFFFFFF, 0xFFFFFFFF], dtype=np.uint32)  # [bytes kept] → mask
 
 
@@ -113,6 +114,17 @@ def view_array(
         return pa.Array.from_buffers(
             typ, n, [validity, pa.py_buffer(offsets), pa.py_buffer(data)], null_count=null_count
         )
+    if len(buffers) == 1 and len(present):
+        widest = int(present.max())
+        picked = starts if rows is None else starts[rows]
+        if widest <= _SHORT_COPY and int(picked.max()) + widest <= len(buffers[0]):
+            # Short values of mixed lengths: copy a fixed-width row each, then keep each row's first bytes.
+            data = rows_at(buffers[0], picked, widest)[np.arange(widest) < present[:, None]]
+            offsets = np.zeros(n + 1, dtype=np.int32)
+            np.cumsum(lengths, out=offsets[1:])
+            return pa.Array.from_buffers(
+                typ, n, [validity, pa.py_buffer(offsets), pa.py_buffer(data)], null_count=null_count
+            )
     view_type = pa.string_view() if pa.types.is_string(typ) else pa.binary_view()
     views = np.empty((n, 4), dtype=np.uint32)
     views[:, 0] = lengths
