@@ -19,8 +19,8 @@ __all__ = [
     "hex_upper",
     "host_strings",
     "padded",
-    "rows_at",
     "parse_hosts",
+    "rows_at",
     "view_array",
 ]
 

@@ -320,7 +320,9 @@ def parse_properties_column(
         col = last[:, j]
         present = col >= 0
         pick = np.maximum(col, 0)
-        values[name] = view_array(pa.string(), [buf], val_start[pick], np.where(present, val_len[pick], 0), valid=present)
+        values[name] = view_array(
+            pa.string(), [buf], val_start[pick], np.where(present, val_len[pick], 0), valid=present
+        )
 
     user = np.flatnonzero(~table.hidden[name_id])  # name_id -1 indexes the trailing False
     counts = np.bincount(rows[user], minlength=n) if n else np.zeros(0, dtype=np.int64)
