@@ -18,28 +18,18 @@ __all__ = [
     "gather",
     "hex_upper",
     "host_strings",
-    "padded",
     "parse_hosts",
     "rows_at",
     "view_array",
 ]
 
-#: Zero bytes kept after every buffer the helpers read from, so fixed-width gathers never run past the end.
+#: Zero bytes added after the buffers the codecs build themselves, so 8-byte reads near their end stay inside.
 PAD = 16
 
 _HEX = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
 _INT32_MAX = 2**31 - 1
 _SHORT_COPY = 24  # values up to this many bytes are copied by fixed-width rows rather than through views
 _WORD_MASKS = np.array([0, 0xFF, 0xFFFF, 0xFFFFFF, 0xFFFFFFFF], dtype=np.uint32)  # [bytes kept] → mask
-
-
-def padded(data: bytes | bytearray | memoryview | np.ndarray) -> np.ndarray:
-    """A uint8 copy of `data` followed by PAD zero bytes."""
-    src = as_u8(data)
-    out = np.empty(len(src) + PAD, dtype=np.uint8)
-    out[: len(src)] = src
-    out[len(src) :] = 0
-    return out
 
 
 def as_u8(data: bytes | bytearray | memoryview | np.ndarray) -> np.ndarray:
