@@ -135,18 +135,24 @@ def record_starts(
     append = out.append
     for first, end in spans:
         pos = first
-        while pos < end:
-            if end - pos < 4:
-                raise MessageDecodeError(
-                    f"{end - pos} trailing bytes at offset {pos} cannot hold a TOTALSIZE"
-                )
-            (size,) = unpack(data, pos)
-            if size < minimum or pos + size > end:
-                raise MessageDecodeError(
-                    f"record at offset {pos} has TOTALSIZE {size}; {end - pos} bytes remain (minimum {minimum})"
-                )
-            append(pos)
-            pos += size
+        try:
+            while pos < end:  # the only per-message Python loop: keep it to one unpack and one test
+                append(pos)
+                size = unpack(data, pos)[0]
+                if size < minimum:
+                    raise MessageDecodeError(
+                        f"record at offset {pos} has TOTALSIZE {size} (minimum {minimum})"
+                    )
+                pos += size
+        except struct.error:
+            raise MessageDecodeError(
+                f"{end - pos} trailing bytes at offset {pos} cannot hold a TOTALSIZE"
+            ) from None
+        if pos != end:
+            last = out[-1]
+            raise MessageDecodeError(
+                f"record at offset {last} has TOTALSIZE {pos - last}; only {end - last} bytes remain"
+            )
     return np.array(out, dtype=np.int64)
 
 
