@@ -191,13 +191,18 @@ def decode_stored(
 
     `decompress`: inflate COMPRESSED bodies (zlib; zstd if the `zstandard` package is present) and clear
     the flag, as Java clients do. `derive=False` skips the property-derived columns (they come back null
-    or empty), for callers that only need the raw fields.
+    or empty, message_id is the offset id), for callers that only need the raw fields.
 
-    Derived columns: message_id = UNIQ_KEY, else the offset message id (store host + commit-log offset); tags = TAGS; keys = KEYS split on
-    spaces (empty tokens dropped); message_group = __SHARDINGKEY; delivery_timestamp = TIMER_DELIVER_MS,
-    else TIMER_OUT_MS (what the broker computed for TIMER_DELAY_*), else __STARTDELIVERTIME; properties =
-    every property except `properties.HIDDEN_FROM_READER`. A repeated property's last value wins, as in
-    Java (brokers up to 5.3.3 append batch-level properties to every message of a batch).
+    Derived columns: message_id = UNIQ_KEY, else the offset message id (store host + commit-log offset);
+    tags = TAGS; keys = KEYS split on spaces (empty tokens dropped); message_group = __SHARDINGKEY;
+    delivery_timestamp = TIMER_DELIVER_MS, else TIMER_OUT_MS (what the broker computed for TIMER_DELAY_*),
+    else __STARTDELIVERTIME; properties = every property except `properties.HIDDEN_FROM_READER`. A
+    repeated property's last value wins, as in Java (brokers up to 5.3.3 append the batch-level
+    properties to every message of a batch). Hosts are "ip:port", IPv6 as "[addr]:port" (compressed).
+
+    Differences from Java's `MessageDecoder`: a V1 topic length byte is read unsigned (Java reads it
+    signed and fails past 127); inner-batch records (sysflag INNER_BATCH) are not unwrapped; any
+    malformed record raises MessageDecodeError instead of silently dropping the rest of the body.
     """
     buf, spans = _concat(bodies)
     starts = record_starts(buf, spans, _MIN_STORED)
