@@ -181,6 +181,10 @@ def host_strings(ip_rows: np.ndarray, ports: np.ndarray) -> pa.Array:
     if n == 0:
         return pa.array([], pa.string())
     width = ip_rows.shape[1]
+    if width == 4:  # the usual case: compare 32-bit words before building anything
+        ip32 = np.ascontiguousarray(ip_rows).view("<u4").ravel()
+        if (ip32 == ip32[0]).all() and (ports == ports[0]).all():
+            return pa.repeat(pa.scalar(_format_host(bytes(ip_rows[0]), int(ports[0])), pa.string()), n)
     keyed = np.empty((n, width + 4), dtype=np.uint8)
     keyed[:, :width] = ip_rows
     keyed[:, width:] = ports.astype(">i4").view(np.uint8).reshape(n, 4)
