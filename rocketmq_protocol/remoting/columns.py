@@ -1,0 +1,226 @@
+"""numpy/pyarrow building blocks of the columnar codecs: unaligned gathers, byte-range views, hex, hosts.
+
+The codecs never loop over messages in Python except to follow TOTALSIZE from record to record; every
+other step is a whole-array operation built from these helpers.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+__all__ = [
+    "PAD",
+    "as_u8",
+    "gather",
+    "hex_upper",
+    "host_strings",
+    "parse_hosts",
+    "rows_at",
+    "view_array",
+]
+
+#: Zero bytes added after the buffers the codecs build themselves, so 8-byte reads near their end stay inside.
+PAD = 16
+
+_HEX = np.frombuffer(b"0123456789ABCDEF", dtype=np.uint8)
+_INT32_MAX = 2**31 - 1
+_SHORT_COPY = 24  # values up to this many bytes are copied by fixed-width rows rather than through views
+_WORD_MASKS = np.array([0, 0xFF, 0xFFFF, 0xFFFFFF, 0xFFFFFFFF], dtype=np.uint32)  # [bytes kept] → mask
+
+
+def as_u8(data: bytes | bytearray | memoryview | np.ndarray) -> np.ndarray:
+    if isinstance(data, np.ndarray):
+        return data.view(np.uint8).reshape(-1)
+    return np.frombuffer(data, dtype=np.uint8)
+
+
+def gather(buf: np.ndarray, positions: np.ndarray, dtype: str) -> np.ndarray:
+    """The `dtype` values (e.g. '>i4', '>i8', '<u8') at arbitrary byte positions of `buf`, native-endian.
+
+    Reads each value's bytes with one memcpy-per-row gather (`rows_at`), then reinterprets them.
+    """
+    dt = np.dtype(dtype)
+    raw = rows_at(buf, positions, dt.itemsize)
+    return raw.view(dt).reshape(len(positions)).astype(dt.newbyteorder("="), copy=False)
+
+
+def _words(src: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """Little-endian uint32 at each byte position; bytes past the end of `src` read as zero."""
+    limit = len(src) - 3
+    if len(pos) == 0 or int(pos.max()) < limit:
+        return gather(src, pos, "<u4")
+    out = (
+        gather(src, np.minimum(pos, max(limit - 1, 0)), "<u4") if limit > 0 else np.zeros(len(pos), np.uint32)
+    )
+    for i in np.flatnonzero(pos >= limit).tolist():  # values ending within 3 bytes of the buffer's end
+        p = int(pos[i])
+        out[i] = int.from_bytes(src[p : p + 4].tobytes().ljust(4, b"\0"), "little")
+    return out
+
+
+def rows_at(buf: np.ndarray, positions: np.ndarray, width: int) -> np.ndarray:
+    """The `width` bytes at each position, as a (k, width) uint8 array (one memcpy per row)."""
+    count = max(len(buf) - width + 1, 0)
+    items = np.ndarray(shape=(count,), dtype=np.dtype((np.void, width)), buffer=buf, offset=0, strides=(1,))
+    return items[positions].view(np.uint8).reshape(len(positions), width)
+
+
+def view_array(
+    typ: pa.DataType,
+    buffers: list[np.ndarray],
+    starts: np.ndarray,
+    lengths: np.ndarray,
+    buffer_index: np.ndarray | None = None,
+    valid: np.ndarray | None = None,
+) -> pa.Array:
+    """A `binary`/`string` array whose i-th value is `buffers[buffer_index[i]][starts[i]:starts[i]+lengths[i]]`.
+
+    Values of one length (UNIQ_KEYs, same-size bodies) are copied with one 2-D gather. Otherwise the
+    array is built as an Arrow binary_view/string_view (16-byte views pointing into the buffers, no copy)
+    and cast to `typ` (binary or string), which copies each value once. Null where `valid` is False.
+    """
+    n = len(starts)
+    if n == 0:
+        return pa.array([], type=typ)
+    lengths = lengths.astype(np.int64, copy=False)
+    validity = None
+    null_count = 0
+    if valid is not None and not valid.all():
+        validity = pa.py_buffer(np.packbits(valid, bitorder="little"))
+        null_count = int(n - np.count_nonzero(valid))
+        lengths = np.where(valid, lengths, 0)
+    rows = np.flatnonzero(valid) if null_count else None
+    present = lengths if rows is None else lengths[rows]
+    if len(buffers) == 1 and len(present) and (present == present[0]).all() and 0 < present[0] <= 4096:
+        width = int(present[0])
+        picked = starts if rows is None else starts[rows]
+        data = rows_at(buffers[0], picked, width)
+        offsets = np.zeros(n + 1, dtype=np.int32)
+        np.cumsum(lengths, out=offsets[1:])
+        return pa.Array.from_buffers(
+            typ, n, [validity, pa.py_buffer(offsets), pa.py_buffer(data)], null_count=null_count
+        )
+    if len(buffers) == 1 and len(present):
+        widest = int(present.max())
+        picked = starts if rows is None else starts[rows]
+        if widest <= _SHORT_COPY and int(picked.max()) + widest <= len(buffers[0]):
+            # Short values of mixed lengths: copy a fixed-width row each, then keep each row's first bytes.
+            data = rows_at(buffers[0], picked, widest)[np.arange(widest) < present[:, None]]
+            offsets = np.zeros(n + 1, dtype=np.int32)
+            np.cumsum(lengths, out=offsets[1:])
+            return pa.Array.from_buffers(
+                typ, n, [validity, pa.py_buffer(offsets), pa.py_buffer(data)], null_count=null_count
+            )
+    view_type = pa.string_view() if pa.types.is_string(typ) else pa.binary_view()
+    views = np.empty((n, 4), dtype=np.uint32)
+    views[:, 0] = lengths
+    index = np.zeros(n, dtype=np.int64) if buffer_index is None else buffer_index
+    groups = (
+        [(0, None)] if len(buffers) == 1 else [(b, np.flatnonzero(index == b)) for b in range(len(buffers))]
+    )
+    for b, sel in groups:
+        src = buffers[b]
+        if len(src) > _INT32_MAX:
+            raise ValueError("a view buffer exceeds 2 GiB; decode fewer bytes at a time")
+        pos = starts if sel is None else starts[sel]
+        ln = lengths if sel is None else lengths[sel]
+        short = ln <= 12
+        first = _words(src, pos)
+        if short.any():
+            out = views if sel is None else np.empty((len(pos), 4), dtype=np.uint32)
+            out[:, 1] = first & _WORD_MASKS[np.clip(ln, 0, 4)]
+            out[:, 2] = b
+            out[:, 3] = pos
+            rows = slice(None) if short.all() else np.flatnonzero(short)
+            p, k = pos[rows], ln[rows]
+            out[rows, 2] = _words(src, p + 4) & _WORD_MASKS[np.clip(k - 4, 0, 4)]
+            out[rows, 3] = _words(src, p + 8) & _WORD_MASKS[np.clip(k - 8, 0, 4)]
+            if sel is not None:
+                views[sel, 1:] = out[:, 1:]
+        elif sel is None:
+            views[:, 1] = first
+            views[:, 2] = b
+            views[:, 3] = pos
+        else:
+            views[sel, 1] = first
+            views[sel, 2] = b
+            views[sel, 3] = pos
+    arr = pa.Array.from_buffers(
+        view_type,
+        n,
+        [validity, pa.py_buffer(views), *[pa.py_buffer(b) for b in buffers]],
+        null_count=null_count,
+    )
+    return arr.cast(typ)
+
+
+def hex_upper(raw: np.ndarray) -> np.ndarray:
+    """Rows of bytes (n, k) → rows of upper-case hex ASCII (n, 2k)."""
+    out = np.empty((raw.shape[0], raw.shape[1] * 2), dtype=np.uint8)
+    out[:, 0::2] = _HEX[raw >> 4]
+    out[:, 1::2] = _HEX[raw & 0xF]
+    return out
+
+
+def _format_host(ip: bytes, port: int) -> str:
+    addr = ipaddress.ip_address(ip)
+    return f"{addr}:{port}" if addr.version == 4 else f"[{addr}]:{port}"
+
+
+def host_strings(ip_rows: np.ndarray, ports: np.ndarray) -> pa.Array:
+    """ "ip:port" strings ("[v6]:port" for IPv6) from rows of 4 or 16 address bytes and int ports.
+
+    Hosts repeat (one broker, a few producers), so each distinct host is formatted once in Python and
+    the column is a `take` of those strings.
+    """
+    n = len(ports)
+    if n == 0:
+        return pa.array([], pa.string())
+    width = ip_rows.shape[1]
+    if width == 4:  # the usual case: compare 32-bit words before building anything
+        ip32 = np.ascontiguousarray(ip_rows).view("<u4").ravel()
+        if (ip32 == ip32[0]).all() and (ports == ports[0]).all():
+            return pa.repeat(pa.scalar(_format_host(bytes(ip_rows[0]), int(ports[0])), pa.string()), n)
+    keyed = np.empty((n, width + 4), dtype=np.uint8)
+    keyed[:, :width] = ip_rows
+    keyed[:, width:] = ports.astype(">i4").view(np.uint8).reshape(n, 4)
+    if (keyed == keyed[0]).all():
+        return pa.repeat(pa.scalar(_format_host(bytes(ip_rows[0]), int(ports[0])), pa.string()), n)
+    if width == 4:
+        key = pa.array(keyed.view("<u8").ravel())
+    else:  # IPv6: 20-byte keys
+        key = pa.FixedSizeBinaryArray.from_buffers(pa.binary(width + 4), n, [None, pa.py_buffer(keyed)])
+    enc = pc.dictionary_encode(key)
+    uniques = enc.dictionary.to_pylist()
+    strings = []
+    for u in uniques:
+        raw = u.to_bytes(8, "little") if isinstance(u, int) else u
+        strings.append(_format_host(raw[:width], int.from_bytes(raw[width:], "big", signed=True)))
+    return pc.take(pa.array(strings, pa.string()), enc.indices)
+
+
+def parse_hosts(hosts: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """ "ip:port" strings → (is_ipv6 bool[n], ip rows uint8[n, 16] (IPv4 in the first 4), ports int32[n]).
+
+    Accepts "a.b.c.d:port", "[v6]:port" and bare "v6:port"; each distinct host is parsed once.
+    """
+    enc = pc.dictionary_encode(hosts.cast(pa.string()))
+    idx = enc.indices.to_numpy(zero_copy_only=False)
+    uniq = enc.dictionary.to_pylist()
+    is6 = np.zeros(len(uniq), dtype=bool)
+    ips = np.zeros((len(uniq), 16), dtype=np.uint8)
+    ports = np.zeros(len(uniq), dtype=np.int32)
+    for i, h in enumerate(uniq):
+        host, sep, port = h.rpartition(":")
+        if not sep:
+            raise ValueError(f"host {h!r} is not ip:port")
+        addr = ipaddress.ip_address(host.strip("[]"))
+        packed = addr.packed
+        ips[i, : len(packed)] = np.frombuffer(packed, dtype=np.uint8)
+        is6[i] = addr.version == 6
+        ports[i] = int(port)
+    return is6[idx], ips[idx], ports[idx]

@@ -1,0 +1,230 @@
+"""Stored-message and batch codecs: round trips, the Java property rules, and malformed bodies."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rocketmq_protocol.remoting.errors import BatchDecodeError, MessageDecodeError
+from rocketmq_protocol.remoting.flags import MessageSysFlag
+from rocketmq_protocol.remoting.message_codec import (
+    MAGIC_V2,
+    decode_batch,
+    decode_stored,
+    encode_batch,
+    encode_stored,
+)
+from rocketmq_protocol.remoting.message_id import UniqIdGenerator, create_offset_message_id, parse_uniq_id
+from rocketmq_protocol.remoting.properties import (
+    build_properties_column,
+    decode_properties,
+    encode_properties,
+    parse_properties_column,
+)
+
+names = st.text(
+    st.characters(blacklist_characters="\x01\x02", blacklist_categories=("Cs",)), min_size=1, max_size=12
+)
+hosts = st.one_of(
+    st.tuples(st.ip_addresses(v=4), st.integers(0, 65535)).map(lambda t: f"{t[0]}:{t[1]}"),
+    st.tuples(st.ip_addresses(v=6), st.integers(0, 65535)).map(lambda t: f"[{t[0]}]:{t[1]}"),
+)
+messages = st.fixed_dictionaries(
+    {
+        "topic": st.one_of(st.sampled_from(["T", "TopicTest"]), st.text("ab%", min_size=120, max_size=200)),
+        "body": st.binary(max_size=40),
+        "props": st.dictionaries(names, names, max_size=4),
+        "born": hosts,
+        "store": hosts,
+        "queue_id": st.integers(0, 2**31 - 1),
+        "offset": st.integers(0, 2**62),
+        "ts": st.integers(0, 2**45),
+    }
+)
+
+
+def encode(msgs: list[dict]) -> bytes:
+    return encode_stored(
+        topic=pa.array([m["topic"] for m in msgs], pa.string()),
+        queue_id=np.array([m["queue_id"] for m in msgs]),
+        queue_offset=np.array([m["offset"] for m in msgs], dtype=np.int64),
+        commitlog_offset=np.array([m["offset"] // 2 for m in msgs], dtype=np.int64),
+        body=pa.array([m["body"] for m in msgs], pa.binary()),
+        properties=pa.array([encode_properties(m["props"]) for m in msgs], pa.string()),
+        born_timestamp=np.array([m["ts"] for m in msgs], dtype=np.int64),
+        store_timestamp=np.array([m["ts"] + 1 for m in msgs], dtype=np.int64),
+        born_host=pa.array([m["born"] for m in msgs]),
+        store_host=pa.array([m["store"] for m in msgs]),
+    )
+
+
+@settings(max_examples=60, deadline=None)
+@given(msgs=st.lists(messages, min_size=1, max_size=8))
+def test_stored_round_trip(msgs):
+    data = encode(msgs)
+    rows = decode_stored(data).to_pylist()
+    for row, m in zip(rows, msgs, strict=True):
+        assert (row["topic"], row["body"], row["queue_id"], row["queue_offset"]) == (
+            m["topic"],
+            m["body"],
+            m["queue_id"],
+            m["offset"],
+        )
+        assert decode_properties(row["raw_properties"]) == m["props"]
+        assert row["born_host"] == m["born"] and row["store_host"] == m["store"]
+        v6 = m["store"].startswith("[")
+        assert bool(row["sysflag"] & MessageSysFlag.STOREHOST_V6) == v6
+        if "UNIQ_KEY" not in m["props"]:
+            host, _, port = m["store"].rpartition(":")
+            assert row["message_id"] == create_offset_message_id(
+                host.strip("[]"), int(port), m["offset"] // 2
+            )
+    topics = [m["topic"] for m in msgs]
+    magics = [struct.unpack_from(">i", data, 4)[0]]
+    if len(topics[0].encode()) > 127:
+        assert magics[0] == MAGIC_V2
+    # split across several bodies: same rows
+    assert decode_stored([data[: len(data)], b""]).num_rows == len(msgs)
+
+
+def test_compressed_and_derived_columns():
+    plain = b"x" * 5000
+    props = encode_properties({"UNIQ_KEY": "AB", "KEYS": "k1  k2 ", "TAGS": "TagA", "__SHARDINGKEY": "g",
+                               "TIMER_OUT_MS": "123", "color": "red", "WAIT": "true", "order": "1"})  # fmt: skip
+    data = encode_stored(
+        topic="T", queue_id=1, queue_offset=np.array([7, 8]), commitlog_offset=np.array([0, 500]),
+        body=pa.array([zlib.compress(plain, 5), b"raw"]), properties=pa.array([props, ""]),
+        sysflag=np.array([MessageSysFlag.COMPRESSED | MessageSysFlag.COMPRESSION_ZLIB, 0]),
+    )  # fmt: skip
+    a, b = decode_stored(data).to_pylist()
+    assert a["body"] == plain and not a["sysflag"] & MessageSysFlag.COMPRESSED
+    assert (a["message_id"], a["tags"], a["keys"], a["message_group"]) == ("AB", "TagA", ["k1", "k2"], "g")
+    assert a["delivery_timestamp"].timestamp() == 0.123
+    assert dict(a["properties"]) == {"color": "red", "order": "1"}
+    assert b["keys"] == [] and b["tags"] is None and b["properties"] == [] and b["delivery_timestamp"] is None
+    assert b["message_id"] == create_offset_message_id("127.0.0.1", 10911, 500)
+    raw = decode_stored(data, decompress=False).to_pylist()[0]
+    assert zlib.decompress(raw["body"]) == plain and raw["sysflag"] & MessageSysFlag.COMPRESSED
+    assert decode_stored(data, derive=False).column("tags").null_count == 2
+
+
+def _stored_one() -> bytes:
+    return encode_stored(topic="T", queue_id=0, queue_offset=np.array([0]), commitlog_offset=np.array([0]),
+                         body=pa.array([b"hello"]), properties="TAGS\x01a\x02")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("mutate", "match"),
+    [
+        (lambda d: d[:-1], "TOTALSIZE"),
+        (lambda d: d + b"\0\0", "trailing bytes"),
+        (lambda d: struct.pack(">i", 10) + d[4:], "TOTALSIZE 10"),
+        (lambda d: struct.pack(">i", -5) + d[4:], "TOTALSIZE -5"),
+        (lambda d: d[:4] + b"\xca\xfe\xba\xbe" + d[8:], "magic code 0xcafebabe"),
+        (lambda d: d[:84] + struct.pack(">i", 9999) + d[88:], "BODYLEN"),
+        (lambda d: d[:84] + struct.pack(">i", -1) + d[88:], "BODYLEN"),
+        (lambda d: d[:-9] + b"\x00\x09" + d[-7:], "PROPLEN"),
+    ],
+)
+def test_malformed_stored_bodies(mutate, match):
+    with pytest.raises(MessageDecodeError, match=match):
+        decode_stored(mutate(_stored_one()))
+
+
+def test_empty_inputs():
+    assert decode_stored(b"").num_rows == 0
+    assert decode_stored([]).num_rows == 0
+    assert decode_batch(b"").num_rows == 0
+    assert encode_batch(pa.array([], pa.binary()), pa.array([], pa.string())) == b""
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.binary(max_size=30), st.dictionaries(names, names, max_size=3), st.integers(-5, 5)),
+        max_size=8,
+    )
+)
+def test_batch_round_trip(msgs):
+    body = pa.array([m[0] for m in msgs], pa.binary())
+    props = pa.array([encode_properties(m[1]) for m in msgs], pa.string())
+    data = encode_batch(body, props, np.array([m[2] for m in msgs], dtype=np.int32))
+    rows = decode_batch(data).to_pylist()
+    assert [(r["body"], decode_properties(r["raw_properties"]), r["flag"]) for r in rows] == list(msgs)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        struct.pack(">i", 3),
+        struct.pack(">iiiii", 40, 0, 0, 0, 3) + b"abc" + b"\0\0",
+        struct.pack(">iiiii", 25, 0, 0, 0, 90) + b"abc" + b"\0\0",
+        struct.pack(">iiiii", 25, 0, 0, 0, 3) + b"abc" + b"\0\x09",
+        b"\x00" * 7,
+    ],
+)
+def test_bad_batch_bodies(data):
+    with pytest.raises(BatchDecodeError):
+        decode_batch(data)
+
+
+def test_properties_follow_java_rules():
+    assert encode_properties({"a": "1", "b": None, "c": "é"}) == "a\x011\x02c\x01é\x02"
+    assert decode_properties("a\x011\x02\x01x\x02k\x01\x02nosep\x02a\x012\x02z\x01v\x01w") == {
+        "a": "2",
+        "z": "v\x01w",
+    }
+    with pytest.raises(ValueError, match="separator"):
+        encode_properties({"a\x02": "1"})
+
+
+prop_strings = st.lists(st.tuples(st.sampled_from(["TAGS", "KEYS", "UNIQ_KEY", "x", "", "__SHARDINGKEY", "WAIT"]),
+                                  st.sampled_from(["", "v", "a b", "\x01"])), max_size=5).map(
+    lambda items: "".join(f"{k}\x01{v}\x02" for k, v in items))  # fmt: skip
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.one_of(prop_strings, prop_strings.map(lambda s: s.rstrip("\x02")), st.none()), max_size=6))
+def test_columnar_parse_equals_row_parse(raws):
+    parsed = parse_properties_column(pa.array(raws, pa.string()))
+    for i, raw in enumerate(raws):
+        expected = decode_properties(raw or "")
+        for name, col in parsed.values.items():
+            assert col[i].as_py() == expected.get(name)
+        others = dict(parsed.others[i].as_py())
+        assert others == {k: v for k, v in expected.items() if k in ("x",)}
+
+
+def test_build_properties_column():
+    col = build_properties_column(
+        3, uniq_keys=UniqIdGenerator(ip=b"\x7f\0\0\x01", pid=1).many(3), tags=pa.array(["A", None, ""]),
+        keys=pa.array([["k1", "k2"], [], None]), constant={"WAIT": "true"},
+        user=pa.array([[("c", "d")], [], []], pa.map_(pa.string(), pa.string())),
+    )  # fmt: skip
+    rows = [decode_properties(x) for x in col.to_pylist()]
+    assert rows[0]["TAGS"] == "A" and rows[0]["KEYS"] == "k1 k2" and rows[0]["c"] == "d"
+    assert set(rows[1]) == set(rows[2]) == {"UNIQ_KEY", "WAIT"}
+    ids = [r["UNIQ_KEY"] for r in rows]
+    assert len(set(ids)) == 3 and all(parse_uniq_id(i).ip == "127.0.0.1" for i in ids)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=300), st.integers(0, 400))
+def test_garbage_never_escapes_as_another_error(data, cut):
+    """Random bytes (and a real body cut anywhere) raise the codec's errors, nothing else, and end."""
+    from rocketmq_protocol.remoting.errors import RemotingCodecError
+    from rocketmq_protocol.remoting.frames import FrameSplitter
+
+    real = _stored_one() + _stored_one()
+    for body in (data, real[:cut] + data, real[: cut % len(real)]):
+        for decode in (decode_stored, decode_batch, lambda b: FrameSplitter().feed(b)):
+            try:
+                decode(body)
+            except RemotingCodecError:
+                pass
