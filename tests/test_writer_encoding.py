@@ -23,11 +23,21 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from connector.clients.grpc_v2_send import (
+    QUEUE_FIELD_SIZE,
+    GrpcEncodedRows,
+    GrpcSendEncoder,
+    encode_request,
+    queue_id_field,
+    timestamp_bytes,
+    varint,
+    varint_size,
+)
 from connector.errors import OptionError, SinkInputError
 from connector.options import parse_writer_options
 from connector.producer import Producer, SendStats, _Request, describe_rows
-from connector.send_encoding import encode_request, queue_id_field, timestamp_bytes, varint, varint_size
-from connector.sink_rows import QUEUE_FIELD_SIZE, EncodedRows, RowEncoder
+from connector.queues import MessageQueue
+from connector.sink_rows import RowChecker
 from connector.sink_schema import check_arrow_schema, check_spark_schema
 from connector.writer import RocketMQBatchWriter, RocketMQCommitMessage, RocketMQStreamWriter
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
@@ -39,16 +49,25 @@ MAP = pa.map_(pa.string(), pa.string())
 TS = pa.timestamp("us", tz="UTC")
 
 
-def encoder(layout: dict[str, str] | None = None, topic: str | None = "T", **kw: object) -> RowEncoder:
-    return RowEncoder(
+class Encoder:
+    """The writer's per-row work: RowChecker's checks, then the gRPC client's encoding."""
+
+    def __init__(self, checker: RowChecker, grpc: GrpcSendEncoder) -> None:
+        self.checker, self.grpc = checker, grpc
+
+    def encode(self, batch: pa.RecordBatch, row_base: int) -> list[GrpcEncodedRows]:
+        return [self.grpc.encode(c) for c in self.checker.check(batch, row_base)]
+
+
+def encoder(layout: dict[str, str] | None = None, topic: str | None = "T", **kw: object) -> Encoder:
+    checker = RowChecker(
         layout or {"body": "body"},
         topic,
-        kw.pop("namespace", ""),  # type: ignore[arg-type]
         kw.pop("max_message_size", 4 * 1024 * 1024),  # type: ignore[arg-type]
         label="partition 7",
-        born_host="10.0.0.9",
         clock_ms=lambda: NOW_MS,
     )
+    return Encoder(checker, GrpcSendEncoder(kw.pop("namespace", ""), born_host="10.0.0.9"))  # type: ignore[arg-type]
 
 
 def batch(**columns: pa.Array) -> pa.RecordBatch:
@@ -59,13 +78,14 @@ def layout_of(b: pa.RecordBatch, topic: str | None = "T") -> dict[str, str]:
     return check_arrow_schema(b.schema, topic)
 
 
-def parse(rows: EncodedRows, queue_id: int = 3) -> list[d.Message]:
+def parse(rows: GrpcEncodedRows, queue_id: int = 3) -> list[d.Message]:
     qf = queue_id_field(queue_id)
     assert len(qf) == QUEUE_FIELD_SIZE
     data = encode_request(
         rows.topic_field, rows.headers, rows.sp_headers, rows.cores, qf, rows.tails, rows.bodies
     )
     assert len(data) == int(rows.sizes.sum())
+    assert rows.payload(slice(0, len(rows)), MessageQueue(rows.topic, "b", queue_id)) == data
     return list(s.SendMessageRequest.FromString(data).messages)
 
 
@@ -154,11 +174,13 @@ def test_large_queue_ids_and_bodies_reencode_their_headers() -> None:
     [rows] = encoder().encode(b, 0)
     req = _Request(route, rows, slice(0, 2), int(rows.sizes.sum()))  # type: ignore[arg-type]
     for qid in (0, 127, 128, 5000):
-        msgs = s.SendMessageRequest.FromString(req.payload(qid)).messages
+        msgs = s.SendMessageRequest.FromString(req.payload(MessageQueue("T", "b", qid))).messages
         assert [m.system_properties.queue_id for m in msgs] == [qid, qid]
         assert [m.body for m in msgs] == [b"x", big]
     sub = req.subset([1])
-    assert [m.body for m in s.SendMessageRequest.FromString(sub.payload(200)).messages] == [big]
+    assert [
+        m.body for m in s.SendMessageRequest.FromString(sub.payload(MessageQueue("T", "b", 200))).messages
+    ] == [big]
 
 
 @settings(max_examples=60, deadline=None)
@@ -451,6 +473,6 @@ def test_commit_message_pickles() -> None:
 
 def test_clock_is_wall_time_by_default() -> None:
     b = batch(body=pa.array([b"x"], BIN))
-    enc = RowEncoder({"body": "body"}, "T", "", 100)
-    [m] = parse(enc.encode(b, 0)[0])
+    [checked] = RowChecker({"body": "body"}, "T", 100).check(b, 0)
+    [m] = parse(GrpcSendEncoder().encode(checked))
     assert abs(m.system_properties.born_timestamp.ToMilliseconds() - time.time() * 1000) < 60_000
