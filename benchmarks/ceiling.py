@@ -39,7 +39,7 @@ class CeilingPartition(InputPartition):
 def _pulled_batch(endpoints: str, topic: str, rows: int) -> tuple[pa.RecordBatch, list[int]]:
     """One pull of up to `rows` messages of the topic's first queue in the reader's schema, and every
     queue's message count."""
-    from connector.client import get_client
+    from connector.clients import get_client
     from connector.config import ClientConfig
     from connector.schema import to_record_batches
 

@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 
-from connector.client import PullStatus, get_client
+from connector.clients import PullStatus, get_client
 from connector.config import ClientConfig
 from rocketmq_protocol.extension import pb, pb_grpc
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d

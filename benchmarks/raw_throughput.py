@@ -25,8 +25,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 
-from connector.client import PullStatus, QueueInfo, get_client
+from connector.clients import PullStatus, get_client
 from connector.config import ClientConfig
+from connector.queues import RouteEntry
 from rocketmq_protocol.extension import pb, pb_grpc
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from rocketmq_protocol.grpc_v2 import service_pb2 as s
@@ -148,14 +149,14 @@ def client_pull(endpoints: str, topic: str, max_messages: int, threads: int = 2)
     """The connector's client (`RocketMQClient.pull`, bulk protocol) over every queue of `topic`, each
     payload decoded to an Arrow table; `threads` queues at a time (as many pulls in flight as Spark's
     read tasks have on this machine's two cores): (messages/s, messages)."""
-    client = get_client(ClientConfig(endpoints))
+    client = get_client(ClientConfig(endpoints, pull_protocol="bulk"))
     queues = client.route(topic)
     starts = {q: client.min_offset(q) for q in queues}
 
-    def drain(q: QueueInfo) -> int:
+    def drain(q: RouteEntry) -> int:
         offset, n = starts[q], 0
         while True:
-            res = client.pull(q, offset, max_messages, group="bench", protocol="bulk")
+            res = client.pull(q, offset, max_messages, group="bench")
             if res.status != PullStatus.FOUND:
                 return n
             n += res.table.num_rows

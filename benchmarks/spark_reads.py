@@ -98,7 +98,7 @@ def latency(
     (body prefixed `w`) let the query's Python workers start and are not counted."""
     from connector.options import parse_writer_options
     from connector.producer import Producer
-    from connector.sink_rows import RowEncoder
+    from connector.sink_rows import RowChecker
 
     seen: list[float] = []
     done = threading.Event()
@@ -126,10 +126,10 @@ def latency(
         while not q.recentProgress and time.monotonic() < deadline:  # the first (empty) batch ran
             time.sleep(0.05)
         wopts = parse_writer_options({"endpoints": endpoints, "topic": topic})
-        producer, encoder = Producer(wopts), RowEncoder({"body": "body"}, topic, "", wopts.max_message_size)
+        producer, checker = Producer(wopts), RowChecker({"body": "body"}, topic, wopts.max_message_size)
         for i in range(warmup + samples):
             body = pa.array([("w" if i < warmup else "").encode() + repr(time.time()).encode()], pa.binary())
-            for rows in encoder.encode(pa.record_batch([body], names=["body"]), i):
+            for rows in checker.check(pa.record_batch([body], names=["body"]), i):
                 producer.send(rows)
             producer.flush()
             time.sleep(interval_s)

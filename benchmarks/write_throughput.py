@@ -2,7 +2,7 @@
 
     python -m benchmarks.write_throughput [--messages 1000000] [--size 100] [--spark]
 
-* raw: the connector's producer without Spark (`RowEncoder` + `Producer`, one process): Arrow batches of
+* raw: the connector's producer without Spark (`RowChecker` + `Producer`, one process): Arrow batches of
   `--size`-byte bodies → acknowledged messages per second (target >= 300,000).
 * `--spark`: `spark.range(N)` with a `--size`-byte body column into `format("rocketmq")`, against the same
   into a Python `DataSourceArrowWriter` that discards its batches (the Python write-path ceiling); the
@@ -25,7 +25,7 @@ import pyarrow as pa
 from benchmarks.raw_throughput import start_emulator
 from connector.options import parse_writer_options
 from connector.producer import Producer
-from connector.sink_rows import RowEncoder
+from connector.sink_rows import RowChecker
 from examples.spark_defaults import spark_session
 
 if TYPE_CHECKING:
@@ -43,29 +43,29 @@ def raw_send(
     warmup_topic: str | None = None,
     options: Mapping[str, str] | None = None,
 ) -> tuple[float, float]:
-    """Messages/s acknowledged through RowEncoder + Producer (Arrow batches of `batch_rows` rows), and
+    """Messages/s acknowledged through RowChecker + Producer (Arrow batches of `batch_rows` rows), and
     messages per second of this process's CPU time (the producer's own cost, whatever the emulator's).
 
     Exactly `messages` messages reach `topic`; one untimed warm-up batch (route, channel, first calls)
     goes to `warmup_topic` when given, else to `topic` as well. `options`: more writer options."""
     opts = parse_writer_options({"endpoints": endpoints, "topic": topic, **(options or {})})
-    encoder = RowEncoder({"body": "body"}, topic, "", opts.max_message_size)
+    checker = RowChecker({"body": "body"}, topic, opts.max_message_size)
     producer = Producer(opts)
     warm_opts = parse_writer_options({"endpoints": endpoints, "topic": warmup_topic or topic})
     warm_producer = Producer(warm_opts)
-    warm_encoder = RowEncoder({"body": "body"}, warmup_topic or topic, "", opts.max_message_size)
+    warm_checker = RowChecker({"body": "body"}, warmup_topic or topic, opts.max_message_size)
     full = _body_batch(batch_rows, size)
-    for rows in warm_encoder.encode(full, 0):
+    for rows in warm_checker.check(full, 0):
         warm_producer.send(rows)
     warm_producer.flush()
-    for rows in encoder.encode(full.slice(0, 1), 0):  # this producer's route and channel, untimed
+    for rows in checker.check(full.slice(0, 1), 0):  # this producer's route and channel, untimed
         producer.send(rows)
     producer.flush()
     sent = 1
     t0, cpu0 = time.perf_counter(), time.process_time()
     while sent < messages:
         batch = full if messages - sent >= batch_rows else full.slice(0, messages - sent)
-        for rows in encoder.encode(batch, sent):
+        for rows in checker.check(batch, sent):
             producer.send(rows)
         sent += batch.num_rows
     stats = producer.flush()

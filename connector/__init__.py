@@ -1,1 +1,2 @@
-"""pyspark-rocketmq connector: the `rocketmq` Python data source (reader, writer, client)."""
+"""pyspark-rocketmq connector: the `rocketmq` Python data source (reader, writer) and the RocketMQ clients they
+talk to (`connector.clients`)."""

@@ -1,10 +1,12 @@
 """Queue allocation (RocketMQ's Averagely / AveragelyByCircle), Kafka-style range splitting, rate limiting.
 
 The one place for the arithmetic that decides which Spark partition reads which offsets:
-- `allocate`: RocketMQ's `AllocateMessageQueueAveragely` / `...AveragelyByCircle` (reference §1.2, §1.3);
-- `split_ranges`: Spark's `KafkaOffsetRangeCalculator` (`minPartitions`, `maxRecordsPerPartition`);
-- `plan_partitions`: SPEC §4.3, the two combined for `numPartitions` / `maxMessagesPerPartition`;
-- `rate_limit` / `delay_batch`: Kafka's `maxOffsetsPerTrigger` proration and `minOffsetsPerTrigger` wait.
+- `allocate`: apache/rocketmq's `AllocateMessageQueueAveragely` / `AllocateMessageQueueAveragelyByCircle`;
+- `split_ranges`: apache/spark's `KafkaOffsetRangeCalculator` (`minPartitions`, `maxRecordsPerPartition`);
+- `plan_partitions`: the two combined for `numPartitions` / `maxMessagesPerPartition` (README.md, 'Reader
+  options' and 'Offsets and guarantees');
+- `rate_limit` / `delay_batch`: apache/spark `KafkaMicroBatchStream`'s `maxOffsetsPerTrigger` proration and
+  `minOffsetsPerTrigger` wait.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import math
 from collections.abc import Hashable, Mapping, Sequence
 from typing import TypeVar
 
-from .offsets import OffsetRange
+from .queues import OffsetRange
 
 AVERAGELY = "averagely"
 AVERAGELY_BY_CIRCLE = "averagelyByCircle"
@@ -77,7 +79,7 @@ def _divide(rng: OffsetRange, parts: int) -> list[OffsetRange]:
         this = remaining // (parts - part)
         remaining -= this
         end = min(start + this, rng.end)
-        out.append(OffsetRange(rng.key, start, end))
+        out.append(OffsetRange(rng.queue, start, end))
         start = end
     return out
 
@@ -131,7 +133,7 @@ def _chunk(group: Sequence[OffsetRange], max_per_partition: int | None) -> list[
         start = r.start
         while start < r.end:
             take = min(room, r.end - start)
-            current.append(OffsetRange(r.key, start, start + take))
+            current.append(OffsetRange(r.queue, start, start + take))
             start += take
             room -= take
             if room == 0:
@@ -148,7 +150,7 @@ def plan_partitions(
     max_per_partition: int | None = None,
     strategy: str = AVERAGELY,
 ) -> list[list[OffsetRange]]:
-    """The Spark partitions of one batch, each a list of ranges to read in order (SPEC §4.3).
+    """The Spark partitions of one batch, each a list of ranges to read in order.
 
     `ranges` holds every queue of the current topology in queue order, empty ones included, so a queue
     keeps its partition index while the topology is unchanged. With `num_partitions` below the queue count,

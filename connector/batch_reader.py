@@ -10,12 +10,13 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from .client import get_client
+from .clients import get_client
 from .errors import OptionError
-from .offsets import OffsetRange, to_json
+from .offsets import to_json
 from .options import ReaderOptions, parse_reader_options
 from .planning import build_partitions
 from .positions import discover_queues, fetch_bounds, resolve_end, resolve_start
+from .queues import OffsetRange
 from .read_task import read_partition
 from .schema import check_user_schema
 

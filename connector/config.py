@@ -7,14 +7,19 @@ from typing import NamedTuple
 
 FILTER_TAG = "tag"
 FILTER_SQL = "sql"
+PULL_AUTO, PULL_BULK, PULL_STANDARD = "auto", "bulk", "standard"
+PULL_PROTOCOLS = (PULL_AUTO, PULL_BULK, PULL_STANDARD)
 
 
 @dataclass(frozen=True)
 class ClientConfig:
-    """What a connection needs (endpoints, credentials, namespace, TLS); the key of the per-process client cache.
+    """What a connection needs (endpoints, credentials, namespace, TLS); the key of the per-process client cache
+    and what `connector.clients.get_client` picks the client implementation by.
 
-    `tls_ca_pem` holds the CA certificate read on the driver, so executors need no copy of the file.
-    Secrets stay out of repr/str.
+    `endpoints` are gRPC endpoints (the v2 client). `tls_ca_pem` holds the CA certificate read on the driver,
+    so executors need no copy of the file. `pull_protocol` (option `pullProtocol`) chooses the gRPC client's
+    pull RPC: `bulk` (the emulator's BulkPull), `standard` (v2 PullMessage) or `auto`. Secrets stay out of
+    repr/str.
     """
 
     endpoints: str
@@ -23,6 +28,7 @@ class ClientConfig:
     namespace: str = ""
     tls: bool = False
     tls_ca_pem: bytes | None = field(default=None, repr=False)
+    pull_protocol: str = PULL_AUTO
 
     @property
     def endpoint_list(self) -> list[str]:

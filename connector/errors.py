@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import enum
+
 
 class OptionError(ValueError):
     """An invalid, missing or unknown option; the message names the option, the value and what is accepted."""
@@ -11,28 +13,45 @@ class ConnectorError(RuntimeError):
     """A failure talking to RocketMQ that the connector cannot recover from (the message says where and why)."""
 
 
-class RocketMQError(ConnectorError):
-    """An in-band `Status` other than OK from an RPC: the v2 `Code` number and name, the endpoint and the RPC."""
+class ErrorKind(enum.Enum):
+    """What a broker's refusal means, whatever the protocol's code for it (each client maps its codes)."""
 
-    def __init__(self, code: int, message: str, endpoint: str, rpc: str) -> None:
+    TOPIC_NOT_FOUND = "topic not found"
+    UNAUTHORIZED = "unauthorized"  # credentials missing, unknown or wrong
+    FORBIDDEN = "forbidden"  # the account lacks a permission
+    OTHER = "other"
+
+
+class RocketMQError(ConnectorError):
+    """An error status other than OK from a broker: the protocol's code number and name, its neutral `kind`,
+    the endpoint and the RPC."""
+
+    def __init__(
+        self,
+        code: int,
+        message: str,
+        endpoint: str,
+        rpc: str,
+        kind: ErrorKind = ErrorKind.OTHER,
+        code_name: str = "",
+    ) -> None:
         self.code = code
         self.message = message
         self.endpoint = endpoint
         self.rpc = rpc
+        self.kind = kind
+        self._code_name = code_name or f"CODE_{code}"
         super().__init__(self._describe())
 
     def _describe(self) -> str:
-        return f"{self.rpc} on {self.endpoint} failed: {code_name(self.code)} ({self.code}): {self.message}"
+        return f"{self.rpc} on {self.endpoint} failed: {self.code_name} ({self.code}): {self.message}"
 
     @property
     def code_name(self) -> str:
-        return code_name(self.code)
+        return self._code_name
 
     def __reduce__(self):  # keeps the attributes when Spark pickles the exception
-        return (type(self), (self.code, self.message, self.endpoint, self.rpc))
-
-
-UNAUTHORIZED, FORBIDDEN = 40100, 40300  # apache.rocketmq.v2 Code
+        return (type(self), (self.code, self.message, self.endpoint, self.rpc, self.kind, self._code_name))
 
 
 class AccessDeniedError(RocketMQError):
@@ -40,39 +59,31 @@ class AccessDeniedError(RocketMQError):
     (the account lacks a permission). Never retried; the message names the endpoint, the RPC and the reason."""
 
     def _describe(self) -> str:
-        if self.code == UNAUTHORIZED:
-            what = "rejected the credentials (UNAUTHORIZED)"
+        if self.kind == ErrorKind.UNAUTHORIZED:
+            what = f"rejected the credentials ({self.code_name})"
             hint = "check options 'accessKey' and 'secretKey'"
         else:
-            what = "refused the request (FORBIDDEN)"
+            what = f"refused the request ({self.code_name})"
             hint = (
                 "the account needs PUB on the topic to write, SUB on the topic and the consumer group to read"
             )
         return f"endpoint {self.endpoint} {what} for {self.rpc}: {self.message} ({hint})"
 
 
-def broker_error(code: int, message: str, endpoint: str, rpc: str) -> RocketMQError:
-    """The exception for an in-band error status: AccessDeniedError for UNAUTHORIZED / FORBIDDEN."""
-    cls = AccessDeniedError if code in (UNAUTHORIZED, FORBIDDEN) else RocketMQError
-    return cls(code, message, endpoint, rpc)
+def broker_error(
+    kind: ErrorKind, code: int, code_name: str, message: str, endpoint: str, rpc: str
+) -> RocketMQError:
+    """The exception for a broker's error status: AccessDeniedError for UNAUTHORIZED / FORBIDDEN."""
+    cls = AccessDeniedError if kind in (ErrorKind.UNAUTHORIZED, ErrorKind.FORBIDDEN) else RocketMQError
+    return cls(code, message, endpoint, rpc, kind, code_name)
 
 
 class UnsupportedEndpointError(ConnectorError):
-    """The endpoint answers gRPC UNIMPLEMENTED for an RPC the reader needs (e.g. Apache's own proxy)."""
+    """The endpoint does not implement an RPC the reader needs (e.g. Apache's own gRPC proxy)."""
 
 
 class RetriesExhaustedError(ConnectorError):
-    """A transient failure (UNAVAILABLE, deadline, TOO_MANY_REQUESTS, ...) outlasted the call's deadline."""
-
-
-def code_name(code: int) -> str:
-    """The apache.rocketmq.v2 `Code` name of a number (`CODE_<n>` when unknown)."""
-    from rocketmq_protocol.grpc_v2 import definition_pb2
-
-    try:
-        return definition_pb2.Code.Name(code)
-    except ValueError:
-        return f"CODE_{code}"
+    """A transient failure (broker unreachable or busy, a deadline) outlasted the call's deadline."""
 
 
 class DataLossError(ConnectorError):
@@ -86,4 +97,4 @@ class SinkInputError(ValueError):
 
 
 class SendFailedError(ConnectorError):
-    """A SendMessage request that still failed after its retries, or failed with a non-retryable code."""
+    """A send request that still failed after its retries, or that the broker rejected."""

@@ -1,18 +1,17 @@
-"""The reader's offsets: `{"topic": {"brokerName": {"queueId": nextOffset}}}` ⇄ `{QueueKey: offset}`.
+"""The reader's offsets: `{"topic": {"brokerName": {"queueId": nextOffset}}}` ⇄ `{MessageQueue: offset}`.
 
 Spark stores offsets as JSON-serializable dicts (string keys) and compares them by `json.dumps`, so every
 dict produced here has one deterministic key order: RocketMQ's `MessageQueue.compareTo` order (topic,
-then broker name, then queue id). Java compares strings by UTF-16 code units; `java_string_key` encodes
-that exactly (it differs from Python's code-point order only for characters above U+FFFF, which legal
-topic and broker names never contain).
+then broker name, then queue id; see `connector.queues`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any, NamedTuple
+from collections.abc import Mapping
+from typing import Any
+
+from .queues import MessageQueue, sort_queues
 
 EARLIEST = -2
 LATEST = -1
@@ -25,58 +24,20 @@ class OffsetsError(ValueError):
     """Malformed offsets JSON; the message says where in the document and what was expected."""
 
 
-class QueueKey(NamedTuple):
-    """One message queue: (topic, broker name, queue id), as RocketMQ's `MessageQueue`."""
-
-    topic: str
-    broker: str
-    queue_id: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}/{self.broker}/{self.queue_id}"
-
-
-@dataclass(frozen=True)
-class OffsetRange:
-    """The offsets `[start, end)` of one queue that one Spark partition reads."""
-
-    key: QueueKey
-    start: int
-    end: int
-
-    @property
-    def size(self) -> int:
-        return self.end - self.start
-
-
-def java_string_key(s: str) -> bytes:
-    """A sort key ordering strings as Java's `String.compareTo` (UTF-16 code units)."""
-    return s.encode("utf-16-be", "surrogatepass")
-
-
-def queue_sort_key(key: QueueKey) -> tuple[bytes, bytes, int]:
-    return (java_string_key(key.topic), java_string_key(key.broker), key.queue_id)
-
-
-def sort_queues(keys: Iterable[QueueKey]) -> list[QueueKey]:
-    """Queues in `MessageQueue.compareTo` order: topic, broker name, queue id."""
-    return sorted(keys, key=queue_sort_key)
-
-
-def sorted_offsets(offsets: Mapping[QueueKey, int]) -> dict[QueueKey, int]:
+def sorted_offsets(offsets: Mapping[MessageQueue, int]) -> dict[MessageQueue, int]:
     """A copy of `offsets` whose iteration order is the queue order."""
     return {k: offsets[k] for k in sort_queues(offsets)}
 
 
-def to_json_dict(offsets: Mapping[QueueKey, int]) -> JsonOffsets:
-    """`{QueueKey: offset}` → the nested dict Spark stores (string keys, deterministic order)."""
+def to_json_dict(offsets: Mapping[MessageQueue, int]) -> JsonOffsets:
+    """`{MessageQueue: offset}` → the nested dict Spark stores (string keys, deterministic order)."""
     out: JsonOffsets = {}
     for key in sort_queues(offsets):
         out.setdefault(key.topic, {}).setdefault(key.broker, {})[str(key.queue_id)] = int(offsets[key])
     return out
 
 
-def to_json(offsets: Mapping[QueueKey, int]) -> str:
+def to_json(offsets: Mapping[MessageQueue, int]) -> str:
     return json.dumps(to_json_dict(offsets), separators=(",", ":"))
 
 
@@ -110,8 +71,8 @@ def _name(raw: Any, what: str, where: str) -> str:
     return raw
 
 
-def from_json_dict(doc: Any, *, allow_sentinels: bool = False) -> dict[QueueKey, int]:
-    """The nested offsets dict → `{QueueKey: offset}` in queue order; OffsetsError when malformed.
+def from_json_dict(doc: Any, *, allow_sentinels: bool = False) -> dict[MessageQueue, int]:
+    """The nested offsets dict → `{MessageQueue: offset}` in queue order; OffsetsError when malformed.
 
     With `allow_sentinels`, -2 (earliest) and -1 (latest) are accepted as offsets (option values).
     """
@@ -120,7 +81,7 @@ def from_json_dict(doc: Any, *, allow_sentinels: bool = False) -> dict[QueueKey,
         raise OffsetsError(
             f'offsets must be a JSON object {{"topic": {{"broker": {{"queueId": offset}}}}}}, got {doc!r}'
         )
-    out: dict[QueueKey, int] = {}
+    out: dict[MessageQueue, int] = {}
     for topic, brokers in doc.items():
         _name(topic, "topic", "offsets")
         if not isinstance(brokers, Mapping):
@@ -134,12 +95,12 @@ def from_json_dict(doc: Any, *, allow_sentinels: bool = False) -> dict[QueueKey,
             if not isinstance(queues, Mapping):
                 raise OffsetsError(f'{where}: expected an object {{"queueId": offset}}, got {queues!r}')
             for qid, offset in queues.items():
-                key = QueueKey(topic, broker, _queue_id(qid, where))
+                key = MessageQueue(topic, broker, _queue_id(qid, where))
                 out[key] = _offset(offset, f"{where} queue {qid}", minimum)
     return sorted_offsets(out)
 
 
-def from_json(text: str, *, allow_sentinels: bool = False) -> dict[QueueKey, int]:
+def from_json(text: str, *, allow_sentinels: bool = False) -> dict[MessageQueue, int]:
     """Parses offsets JSON text; OffsetsError (a ValueError) names the problem."""
     if not isinstance(text, str):
         raise OffsetsError(f"offsets JSON must be a string, got {type(text).__name__}")

@@ -1,4 +1,4 @@
-"""The single parser of the reader's (SPEC §4.1) and the writer's (SPEC §5) options.
+"""The single parser of the reader's and the writer's options (README.md, 'Reader options' and 'Writer options').
 
 Keys are case-insensitive (Spark hands them over lowercased); values are strings. Every problem raises
 `OptionError` naming the option, the bad value and what is accepted, so a query fails on the driver
@@ -19,9 +19,10 @@ from typing import Any
 from rocketmq_protocol.names import GROUP_MAX_LENGTH, NAME_CHARACTERS, NAME_PATTERN, TOPIC_MAX_LENGTH, is_name
 
 from .allocation import AVERAGELY, AVERAGELY_BY_CIRCLE
-from .config import FILTER_SQL, FILTER_TAG, ClientConfig, FilterSpec
+from .config import FILTER_SQL, FILTER_TAG, PULL_AUTO, PULL_PROTOCOLS, ClientConfig, FilterSpec
 from .errors import OptionError
-from .offsets import EARLIEST, LATEST, OffsetsError, QueueKey, from_json
+from .offsets import EARLIEST, LATEST, OffsetsError, from_json
+from .queues import MessageQueue
 
 log = logging.getLogger(__name__)
 
@@ -80,17 +81,16 @@ STREAM_ONLY_READER_OPTIONS = (
     "commitOffsetsToGroup",
 )
 
-DEFAULT_PULL_BATCH_SIZE = 8192  # provisional: the §7 benchmark settles it
+DEFAULT_PULL_BATCH_SIZE = 8192  # provisional: the benchmarks (benchmarks/run.py) settle it
 MAX_PULL_BATCH_SIZE = 65536
 DEFAULT_PULL_TIMEOUT_MS = 30_000
 DEFAULT_MAX_TRIGGER_DELAY_MS = 15 * 60 * 1000
-PULL_PROTOCOLS = ("auto", "bulk", "standard")
 
 DEFAULT_PRODUCER_GROUP = "spark-rocketmq-producer"
 DEFAULT_MAX_MESSAGE_SIZE = 4 * 1024 * 1024
-DEFAULT_BATCH_SIZE = 4096  # settled by the §7 benchmark: a third less CPU per message than 1024, both sides
+DEFAULT_BATCH_SIZE = 4096  # settled by benchmarks/run.py: a third less CPU per message than 1024, both sides
 DEFAULT_BATCH_BYTES = 4 * 1024 * 1024
-DEFAULT_MAX_IN_FLIGHT = 8  # the §7 harness: ~+20% raw send over 4 (median of 5 interleaved pairs)
+DEFAULT_MAX_IN_FLIGHT = 8  # benchmarks/run.py: ~+20% raw send over 4 (median of 5 interleaved pairs)
 DEFAULT_LATENCY_MAX = (50, 100, 550, 1000, 2000, 3000, 15000)
 DEFAULT_NOT_AVAILABLE_DURATION = (0, 0, 30000, 60000, 120000, 180000, 600000)
 
@@ -125,27 +125,27 @@ _INT32_MAX = 2**31 - 1
 class OffsetSpec:
     """A start or end position: `earliest`, `latest`, `group`, `timestamp` or `specific`.
 
-    `specific` holds `(QueueKey, offset)` pairs in queue order (offset >= 0, or -2 earliest / -1 latest);
+    `specific` holds `(MessageQueue, offset)` pairs in queue order (offset >= 0, or -2 earliest / -1 latest);
     a tuple rather than a dict so the spec stays hashable.
     """
 
     kind: str
-    offsets: tuple[tuple[QueueKey, int], ...] = ()
+    offsets: tuple[tuple[MessageQueue, int], ...] = ()
     timestamp_ms: int | None = None
 
     EARLIEST = "earliest"
     LATEST = "latest"
     GROUP = "group"
     TIMESTAMP = "timestamp"
-    SPECIFIC = "specific"
+    PER_QUEUE = "specific"
 
-    def offset_map(self) -> dict[QueueKey, int]:
+    def offset_map(self) -> dict[MessageQueue, int]:
         return dict(self.offsets)
 
 
 @dataclass(frozen=True)
 class ReaderOptions:
-    """Validated reader options (SPEC §4.1); `ending` is always `latest` for a stream."""
+    """Validated reader options (README.md, 'Reader options'); `ending` is always `latest` for a stream."""
 
     streaming: bool
     endpoints: str
@@ -179,7 +179,7 @@ class ReaderOptions:
 
 @dataclass(frozen=True)
 class WriterOptions:
-    """Validated writer options (SPEC §5); `topic` is None when the `topic` column names each row's topic."""
+    """Validated writer options (README.md, 'Writer options'); `topic` is None when the `topic` column names each row's topic."""
 
     endpoints: str
     topic: str | None
@@ -206,7 +206,10 @@ class WriterOptions:
 
 
 def _client_config(o: ReaderOptions | WriterOptions) -> ClientConfig:
-    return ClientConfig(o.endpoints, o.access_key, o.secret_key, o.namespace, o.tls, o.tls_ca_pem)
+    pull_protocol = o.pull_protocol if isinstance(o, ReaderOptions) else PULL_AUTO
+    return ClientConfig(
+        o.endpoints, o.access_key, o.secret_key, o.namespace, o.tls, o.tls_ca_pem, pull_protocol
+    )
 
 
 # ------------------------------------------------------------------------------------------ raw access
@@ -418,7 +421,7 @@ def _transport(opts: _Options) -> dict[str, Any]:
 
 
 # ------------------------------------------------------------------------------------------ reader
-def _offsets_json(name: str, raw: str, topics: tuple[str, ...]) -> tuple[tuple[QueueKey, int], ...]:
+def _offsets_json(name: str, raw: str, topics: tuple[str, ...]) -> tuple[tuple[MessageQueue, int], ...]:
     try:
         offsets = from_json(raw, allow_sentinels=True)
     except OffsetsError as e:
@@ -467,7 +470,7 @@ def _start_spec(opts: _Options, topics: tuple[str, ...], streaming: bool) -> Off
             raise _invalid(
                 "startingOffsets", raw, f"no -1 (latest) in a batch query (found for {', '.join(latest)})"
             )
-    return OffsetSpec(OffsetSpec.SPECIFIC, offsets=offsets)
+    return OffsetSpec(OffsetSpec.PER_QUEUE, offsets=offsets)
 
 
 def _end_spec(opts: _Options, topics: tuple[str, ...], streaming: bool) -> OffsetSpec:
@@ -495,7 +498,7 @@ def _end_spec(opts: _Options, topics: tuple[str, ...], streaming: bool) -> Offse
     earliest = [str(k) for k, v in offsets if v == EARLIEST]
     if earliest:
         raise _invalid("endingOffsets", raw, f"no -2 (earliest) as an end (found for {', '.join(earliest)})")
-    return OffsetSpec(OffsetSpec.SPECIFIC, offsets=offsets)
+    return OffsetSpec(OffsetSpec.PER_QUEUE, offsets=offsets)
 
 
 def _check_range(start: OffsetSpec, end: OffsetSpec) -> None:
@@ -507,7 +510,7 @@ def _check_range(start: OffsetSpec, end: OffsetSpec) -> None:
                 f"option 'startingTimestamp'={start.timestamp_ms} is after "
                 f"'endingTimestamp'={end.timestamp_ms}: expected a start <= the end"
             )
-    if start.kind == end.kind == OffsetSpec.SPECIFIC:
+    if start.kind == end.kind == OffsetSpec.PER_QUEUE:
         ends = end.offset_map()
         for key, s in start.offsets:
             e = ends.get(key)
@@ -594,7 +597,7 @@ def parse_reader_options(options: Mapping[str, Any], streaming: bool) -> ReaderO
             DEFAULT_PULL_BATCH_SIZE,
         ),
         pull_timeout_ms=opts.parse("pullTimeoutMs", _positive_int32, DEFAULT_PULL_TIMEOUT_MS),
-        pull_protocol=opts.parse("pullProtocol", lambda n, r: _choice(n, r, PULL_PROTOCOLS), "auto"),
+        pull_protocol=opts.parse("pullProtocol", lambda n, r: _choice(n, r, PULL_PROTOCOLS), PULL_AUTO),
         **transport,
     )
 

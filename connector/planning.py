@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from .allocation import plan_partitions
-from .client import QueueInfo
-from .offsets import OffsetRange, QueueKey
 from .options import ReaderOptions
-from .read_task import QueueRange, RangePartition
+from .queues import MessageQueue, OffsetRange, RouteEntry
+from .read_task import RangePartition
 
 __all__ = ["build_partitions"]
 
@@ -16,7 +15,7 @@ __all__ = ["build_partitions"]
 def build_partitions(
     opts: ReaderOptions,
     ranges: Sequence[OffsetRange],
-    queues: Mapping[QueueKey, QueueInfo],
+    queues: Mapping[MessageQueue, RouteEntry],
 ) -> list[RangePartition]:
     """RangePartitions for `ranges`, planned by `allocation.plan_partitions`.
 
@@ -35,10 +34,10 @@ def build_partitions(
             config=opts.client_config,
             group=opts.consumer_group,
             filter=opts.filter,
-            ranges=tuple(QueueRange(queues[r.key], r.start, r.end) for r in group),
+            ranges=tuple(group),
+            routes=tuple(queues[q] for q in dict.fromkeys(r.queue for r in group)),
             pull_batch_size=opts.pull_batch_size,
             pull_timeout_ms=opts.pull_timeout_ms,
-            pull_protocol=opts.pull_protocol,
             fail_on_data_loss=opts.fail_on_data_loss,
         )
         for group in planned

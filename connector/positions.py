@@ -10,13 +10,12 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
-from rocketmq_protocol.grpc_v2 import definition_pb2 as d
-
-from .client import QueueInfo, RocketMQClient
+from .clients import RocketMQClient
 from .data_loss import report_data_loss
-from .errors import ConnectorError, OptionError, RocketMQError
-from .offsets import EARLIEST, LATEST, QueueKey, sort_queues
+from .errors import ConnectorError, ErrorKind, OptionError, RocketMQError
+from .offsets import EARLIEST, LATEST
 from .options import OffsetSpec, ReaderOptions
+from .queues import MessageQueue, RouteEntry, sort_queues
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +26,7 @@ R = TypeVar("R")
 _PARALLEL_ABOVE = 4  # queue counts above this query the brokers from a small thread pool
 _MAX_THREADS = 16
 
-Bounds = dict[QueueKey, tuple[int, int]]
+Bounds = dict[MessageQueue, tuple[int, int]]
 
 
 def map_queues(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
@@ -40,45 +39,45 @@ def map_queues(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
 
 def discover_queues(
     client: RocketMQClient, opts: ReaderOptions, *, missing_ok: bool = False
-) -> dict[QueueKey, QueueInfo]:
+) -> dict[MessageQueue, RouteEntry]:
     """The readable queues of every topic of option `topic`, in queue order (topic, broker, queue id).
 
     A topic that does not exist is an error, or, with `missing_ok` (a running stream), has no queues.
     """
-    found: dict[QueueKey, QueueInfo] = {}
+    found: dict[MessageQueue, RouteEntry] = {}
     for topic in opts.topics:
         try:
             route = client.route(topic, opts.pull_timeout_ms)
         except RocketMQError as e:
-            if e.code == d.TOPIC_NOT_FOUND and missing_ok:
+            if e.kind == ErrorKind.TOPIC_NOT_FOUND and missing_ok:
                 log.warning("topic %r no longer exists (%s)", topic, e)
                 continue
-            if e.code == d.TOPIC_NOT_FOUND:
+            if e.kind == ErrorKind.TOPIC_NOT_FOUND:
                 raise ConnectorError(
                     f"topic {topic!r} of option 'topic' does not exist on {opts.endpoints} ({e})"
                 ) from None
             raise
-        found.update((q.key, q) for q in route if q.readable)
+        found.update((e.queue, e) for e in route if e.readable)
     return {k: found[k] for k in sort_queues(found)}
 
 
-def fetch_bounds(client: RocketMQClient, queues: Sequence[QueueInfo], timeout_ms: int) -> Bounds:
+def fetch_bounds(client: RocketMQClient, queues: Sequence[RouteEntry], timeout_ms: int) -> Bounds:
     """(min offset, max offset) of each queue."""
     values = map_queues(
         lambda q: (client.min_offset(q, timeout_ms), client.max_offset(q, timeout_ms)), queues
     )
-    return {q.key: v for q, v in zip(queues, values, strict=True)}
+    return {q.queue: v for q, v in zip(queues, values, strict=True)}
 
 
 def fetch_max_offsets(
-    client: RocketMQClient, queues: Sequence[QueueInfo], timeout_ms: int
-) -> dict[QueueKey, int]:
+    client: RocketMQClient, queues: Sequence[RouteEntry], timeout_ms: int
+) -> dict[MessageQueue, int]:
     """The max offset (next offset to be written) of each queue."""
     values = map_queues(lambda q: client.max_offset(q, timeout_ms), queues)
-    return {q.key: v for q, v in zip(queues, values, strict=True)}
+    return {q.queue: v for q, v in zip(queues, values, strict=True)}
 
 
-def _unknown_queues(spec: OffsetSpec, queues: Mapping[QueueKey, QueueInfo], option: str) -> None:
+def _unknown_queues(spec: OffsetSpec, queues: Mapping[MessageQueue, RouteEntry], option: str) -> None:
     unknown = [str(k) for k, _ in spec.offsets if k not in queues]
     if unknown:
         have = ", ".join(str(k) for k in queues) or "none"
@@ -88,7 +87,7 @@ def _unknown_queues(spec: OffsetSpec, queues: Mapping[QueueKey, QueueInfo], opti
         )
 
 
-def _clamp_start(key: QueueKey, offset: int, bounds: tuple[int, int], source: str, fail: bool) -> int:
+def _clamp_start(key: MessageQueue, offset: int, bounds: tuple[int, int], source: str, fail: bool) -> int:
     """A starting offset inside [min, max]; outside it is data loss (below min) or a reset (above max)."""
     lo, hi = bounds
     if offset < lo:
@@ -111,13 +110,13 @@ def _clamp_start(key: QueueKey, offset: int, bounds: tuple[int, int], source: st
 def resolve_start(
     client: RocketMQClient,
     opts: ReaderOptions,
-    queues: Mapping[QueueKey, QueueInfo],
+    queues: Mapping[MessageQueue, RouteEntry],
     bounds: Bounds,
-) -> dict[QueueKey, int]:
+) -> dict[MessageQueue, int]:
     """The first offset to read of each queue for `startingOffsets` / `startingTimestamp`.
 
     JSON leaves unnamed queues at earliest; `group` falls back to earliest for queues without a
-    committed offset (SPEC §4.1). Positions below min / above max follow `failOnDataLoss`.
+    committed offset (README.md, 'Reader options'). Positions below min / above max follow `failOnDataLoss`.
     """
     spec, fail = opts.starting, opts.fail_on_data_loss
     infos = list(queues.values())
@@ -130,7 +129,8 @@ def resolve_start(
         assert ts is not None
         found = map_queues(lambda q: client.offset_for_timestamp(q, ts, opts.pull_timeout_ms), infos)
         return {
-            q.key: min(max(v, bounds[q.key][0]), bounds[q.key][1]) for q, v in zip(infos, found, strict=True)
+            q.queue: min(max(v, bounds[q.queue][0]), bounds[q.queue][1])
+            for q, v in zip(infos, found, strict=True)
         }
     if spec.kind == OffsetSpec.GROUP:
         committed = map_queues(
@@ -139,11 +139,11 @@ def resolve_start(
         out = {}
         for q, c in zip(infos, committed, strict=True):
             if c is None:
-                out[q.key] = bounds[q.key][0]
+                out[q.queue] = bounds[q.queue][0]
             else:
                 source = f"committed by consumer group {opts.consumer_group!r}"
-                out[q.key] = _clamp_start(q.key, c, bounds[q.key], source, fail)
-        missing = [str(q.key) for q, c in zip(infos, committed, strict=True) if c is None]
+                out[q.queue] = _clamp_start(q.queue, c, bounds[q.queue], source, fail)
+        missing = [str(q.queue) for q, c in zip(infos, committed, strict=True) if c is None]
         if missing:
             log.info(
                 "consumer group %r has no committed offset for %s; starting them at earliest",
@@ -169,9 +169,9 @@ def resolve_start(
 def resolve_end(
     client: RocketMQClient,
     opts: ReaderOptions,
-    queues: Mapping[QueueKey, QueueInfo],
+    queues: Mapping[MessageQueue, RouteEntry],
     bounds: Bounds,
-) -> dict[QueueKey, int]:
+) -> dict[MessageQueue, int]:
     """The exclusive end offset of each queue for a batch query (`endingOffsets` / `endingTimestamp`).
 
     JSON leaves unnamed queues at latest; an end beyond the queue's max offset is cut to it.
@@ -185,7 +185,8 @@ def resolve_end(
         assert ts is not None
         found = map_queues(lambda q: client.offset_for_timestamp(q, ts, opts.pull_timeout_ms), infos)
         return {
-            q.key: min(max(v, bounds[q.key][0]), bounds[q.key][1]) for q, v in zip(infos, found, strict=True)
+            q.queue: min(max(v, bounds[q.queue][0]), bounds[q.queue][1])
+            for q, v in zip(infos, found, strict=True)
         }
     _unknown_queues(spec, queues, "endingOffsets")
     named = spec.offset_map()

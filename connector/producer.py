@@ -1,17 +1,19 @@
-"""The writer's send path, without Spark: encoded rows → SendMessage requests → every message acknowledged.
+"""The writer's send path, without Spark and without protocol: checked rows → send requests → every message
+acknowledged, through a `connector.clients.RocketMQClient`.
 
-* Requests hold up to `batchSize` messages / `batchBytes` bytes of one topic and go to ONE queue, named in
-  each message's `system_properties.queue_id` with the `x-mq-queue-id-explicit: true` header.
-* The queue of a request comes from the topic's `QueueSelector` (round robin, fault latency; SPEC §5) at
-  each attempt; rows with a `messageGroup` go to the queue the group hashes to (Guava consistent hash of
-  the group's Java hashCode over the topic's writable queues), and a FIFO queue never has two requests in
-  flight, so each group lands in order.
-* Up to `maxInFlightRequests` requests are in flight (gRPC futures); `flush()` returns when every message
-  is acknowledged OK. Retryable failures (gRPC UNAVAILABLE / DEADLINE_EXCEEDED, in-band
-  INTERNAL_SERVER_ERROR, TOO_MANY_REQUESTS with backoff, ...) are retried on a queue of another broker
-  (`select(last_broker)`), at most `retryTimesWhenSendFailed` times within `sendMsgTimeoutMs`; every
-  attempt's latency or failure is recorded in the selector. Other failures raise `SendFailedError` with
-  the server's reason and the rows concerned.
+* Requests hold up to `batchSize` messages / `batchBytes` encoded bytes of one topic and go to ONE queue
+  (the client's encoder writes the queue into the request at each attempt).
+* The queue of a request comes from the topic's `QueueSelector` (round robin and fault latency, as
+  apache/rocketmq's `MQFaultStrategy`) at each attempt; rows with a `messageGroup` go to the queue the group
+  hashes to (Guava consistent hash of the group's Java hashCode over the topic's writable queues, as the
+  proxy does), and a FIFO queue never has two requests in flight, so each group lands in order.
+* Up to `maxInFlightRequests` requests are in flight (`RocketMQClient.send_async`); `flush()` returns when
+  every message is acknowledged. Retryable outcomes (broker unreachable, busy, timed out; the client
+  decides which codes are) are retried on a queue of another broker (`select(last_broker)`), with a backoff
+  when the broker asks for one, at most `retryTimesWhenSendFailed` times within `sendMsgTimeoutMs`; every
+  attempt's latency or failure is recorded in the selector. A rejection raises `SendFailedError` with the
+  broker's reason and the rows concerned: the rejected messages' rows when the broker reported per-message
+  results, else every row of the request.
 
 Routes and selectors are cached per process (30 s route TTL), so fault-latency isolation outlives one task,
 as in a long-lived RocketMQ producer.
@@ -24,54 +26,31 @@ import itertools
 import logging
 import os
 import queue
-import re
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-import grpc
 import numpy as np
 
-from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from rocketmq_protocol.hashing import guava_consistent_hash, java_string_hash
 
-from .client import TRANSIENT_GRPC, RocketMQClient, get_client
-from .errors import SendFailedError, code_name
+from .clients import EncodedRows, RocketMQClient, SendEncoder, SendFuture, SendOutcome, SendStatus, get_client
+from .errors import SendFailedError
 from .options import WriterOptions
-from .queue_selector import LatencyFaultTolerance, MessageQueueRef, QueueSelector, TopicPublishInfo
-from .send_encoding import encode_request, message_headers, queue_id_field
-from .sink_rows import QUEUE_FIELD_SIZE, EncodedRows
+from .queue_selector import LatencyFaultTolerance, QueueSelector, TopicPublishInfo
+from .queues import MessageQueue
+from .sink_rows import CheckedRows
 
 log = logging.getLogger(__name__)
 
-__all__ = [
-    "EXPLICIT_QUEUE_HEADER",
-    "Producer",
-    "SendStats",
-    "TopicRoute",
-    "topic_route",
-]
+__all__ = ["Producer", "SendStats", "TopicRoute", "describe_rows", "topic_route"]
 
-#: Metadata telling the emulator that `queue_id` names the queue (proto3 cannot tell 0 from unset).
-EXPLICIT_QUEUE_HEADER = "x-mq-queue-id-explicit"
-RETRYABLE_CODES = frozenset(
-    {
-        d.INTERNAL_SERVER_ERROR,
-        d.INTERNAL_ERROR,
-        d.TOO_MANY_REQUESTS,
-        d.PROXY_TIMEOUT,
-        d.HA_NOT_AVAILABLE,
-        d.MASTER_PERSISTENCE_TIMEOUT,
-        d.SLAVE_PERSISTENCE_TIMEOUT,
-    }
-)
 ROUTE_TTL_S = 30.0
 ROUTE_TIMEOUT_MS = 10_000
 BACKOFF_INITIAL_S = 0.01  # the proxy's producer backoff: 10 ms, ×2, at most 1 s
 BACKOFF_MAX_S = 1.0
-_MESSAGE_NO = re.compile(r"message #(\d+)")
 
 
 # ------------------------------------------------------------------------------------------ routes
@@ -80,12 +59,12 @@ class TopicRoute:
     """A topic's writable queues (sorted by broker, queue id), their brokers' endpoints and its selector."""
 
     topic: str
-    queues: tuple[MessageQueueRef, ...]
-    endpoints: dict[str, str]
+    queues: tuple[MessageQueue, ...]
+    endpoints: dict[str, str]  # broker name → endpoint
     selector: QueueSelector
     fetched: float
 
-    def group_queue(self, group: str) -> MessageQueueRef:
+    def group_queue(self, group: str) -> MessageQueue:
         """The queue of a FIFO message group."""
         return self.queues[guava_consistent_hash(java_string_hash(group), len(self.queues))]
 
@@ -96,7 +75,7 @@ _routes_pid = os.getpid()
 
 
 def topic_route(client: RocketMQClient, options: WriterOptions, topic: str) -> TopicRoute:
-    """The process's route and selector of `topic`, (re)fetched with QueryRoute when older than 30 s."""
+    """The process's route and selector of `topic`, (re)fetched when older than 30 s."""
     global _routes_pid
     key = (
         client.config,
@@ -113,15 +92,15 @@ def topic_route(client: RocketMQClient, options: WriterOptions, topic: str) -> T
     now = time.monotonic()
     if cached is not None and now - cached.fetched < ROUTE_TTL_S:
         return cached
-    infos = client.route(topic, timeout_ms=max(options.send_msg_timeout_ms, ROUTE_TIMEOUT_MS))
-    writable = [q for q in infos if q.writable]
+    entries = client.route(topic, timeout_ms=max(options.send_msg_timeout_ms, ROUTE_TIMEOUT_MS))
+    writable = [e for e in entries if e.writable]
     if not writable:
         raise SendFailedError(
             f"rocketmq sink: topic {topic!r} has no writable queue "
-            f"({len(infos)} queues in its route from {client.config.endpoints}, none with write permission)"
+            f"({len(entries)} queues in its route from {client.config.endpoints}, none with write permission)"
         )
-    refs = tuple(MessageQueueRef(topic, q.broker, q.queue_id) for q in writable)
-    endpoints = {q.broker: q.endpoint for q in writable}
+    refs = tuple(e.queue for e in writable)
+    endpoints = {e.queue.broker: e.endpoint for e in writable}
     with _routes_lock:
         cached = _routes.get(key)
         if cached is None:
@@ -135,12 +114,6 @@ def topic_route(client: RocketMQClient, options: WriterOptions, topic: str) -> T
                 cached.selector.update_queues(refs)
             cached.queues, cached.endpoints, cached.fetched = refs, endpoints, now
     return cached
-
-
-def clear_routes() -> None:
-    """Forgets every cached route and selector of this process (tests)."""
-    with _routes_lock:
-        _routes.clear()
 
 
 # ------------------------------------------------------------------------------------------ stats
@@ -187,21 +160,21 @@ class SendStats:
 # ------------------------------------------------------------------------------------------ requests
 @dataclass(eq=False)
 class _Request:
-    """One SendMessage request's messages (slices of an `EncodedRows`) and the state of its attempts."""
+    """One send request's messages (positions in an `EncodedRows`) and the state of its attempts."""
 
     route: TopicRoute
     rows: EncodedRows
     idx: slice | list[int]  # the messages of `rows` it carries
     nbytes: int
-    fixed: MessageQueueRef | None = None  # FIFO: the group's queue
+    fixed: MessageQueue | None = None  # FIFO: the group's queue
     attempts: int = 0
     deadline: float = 0.0
     started: float = 0.0
-    queue: MessageQueueRef | None = None
+    queue: MessageQueue | None = None
     endpoint: str = ""
     last_broker: str | None = None
     last_error: str = "no attempt was made"
-    _payload: tuple[int, bytes] | None = None
+    _payload: tuple[MessageQueue, bytes] | None = None
 
     def __len__(self) -> int:
         i = self.idx
@@ -211,33 +184,12 @@ class _Request:
     def row_numbers(self) -> np.ndarray:
         return self.rows.rows[self.idx]
 
-    def _pick(self, values: list[bytes]) -> list[bytes]:
-        i = self.idx
-        return values[i] if isinstance(i, slice) else [values[k] for k in i]
-
-    def payload(self, queue_id: int) -> bytes:
-        """The serialized SendMessageRequest with every message naming `queue_id` (cached per queue id)."""
-        if self._payload is not None and self._payload[0] == queue_id:
+    def payload(self, queue: MessageQueue) -> bytes:
+        """The encoded request for `queue` (cached for the last queue)."""
+        if self._payload is not None and self._payload[0] == queue:
             return self._payload[1]
-        r, qf = self.rows, queue_id_field(queue_id)
-        if len(qf) == QUEUE_FIELD_SIZE:
-            headers, sp_headers = self._pick(r.headers), r.sp_headers
-            if not isinstance(sp_headers, bytes):
-                sp_headers = self._pick(sp_headers)
-        else:
-            headers, sp_headers, _ = message_headers(
-                r.topic_field, r.core_sizes[self.idx], r.tail_sizes[self.idx], len(qf)
-            )
-        data = encode_request(
-            r.topic_field,
-            headers,
-            sp_headers,
-            self._pick(r.cores),
-            qf,
-            self._pick(r.tails),
-            self._pick(r.bodies),
-        )
-        self._payload = (queue_id, data)
+        data = self.rows.payload(self.idx, queue)
+        self._payload = (queue, data)
         return data
 
     def subset(self, positions: list[int]) -> _Request:
@@ -265,7 +217,7 @@ def describe_rows(rows: np.ndarray) -> str:
 
 
 class Producer:
-    """Sends encoded rows; not thread-safe (one per task). Call `send()` per batch, then `flush()`."""
+    """Sends checked rows; not thread-safe (one per task). Call `send()` per batch, then `flush()`."""
 
     def __init__(
         self,
@@ -287,19 +239,23 @@ class Producer:
         self._selector_base: dict[str, dict[str, object]] = {}
         self._ready: deque[_Request] = deque()
         self._delayed: list[tuple[float, int, _Request]] = []
-        self._inflight: dict[int, tuple[_Request, grpc.Future]] = {}
+        self._inflight: dict[int, tuple[_Request, SendFuture]] = {}
         self._done: queue.SimpleQueue[int] = queue.SimpleQueue()
         self._tokens = itertools.count()
-        self._fifo_owned: set[MessageQueueRef] = set()
-        self._fifo_waiting: dict[MessageQueueRef, deque[_Request]] = {}
+        self._fifo_owned: set[MessageQueue] = set()
+        self._fifo_waiting: dict[MessageQueue, deque[_Request]] = {}
         self._waiting = 0
+        self._encoder: SendEncoder | None = None
 
     # ------------------------------------------------------------------ public
-    def send(self, rows: EncodedRows) -> None:
-        """Queues the rows' messages and sends until all of them are in flight or acknowledged."""
-        if not len(rows):
+    def send(self, checked: CheckedRows) -> None:
+        """Encodes the rows' messages and sends until all of them are in flight or acknowledged."""
+        if not len(checked):
             return
-        route = self._route(rows.topic)
+        route = self._route(checked.topic)
+        if self._encoder is None:
+            self._encoder = self.client.send_encoder()
+        rows = self._encoder.encode(checked)
         for req in self._requests(rows, route):
             self._enqueue(req)
             self._pump(idle=False)
@@ -348,8 +304,8 @@ class Producer:
             yield from self._ranges(rows, route, None, None)
             return
         plain = [i for i, g in enumerate(rows.groups) if g is None]
-        by_queue: dict[MessageQueueRef, list[int]] = {}
-        queue_of: dict[str, MessageQueueRef] = {}
+        by_queue: dict[MessageQueue, list[int]] = {}
+        queue_of: dict[str, MessageQueue] = {}
         for i, g in enumerate(rows.groups):
             if g is not None:
                 q = queue_of.get(g)
@@ -362,7 +318,7 @@ class Producer:
             yield from self._ranges(rows, route, idx, q)
 
     def _ranges(
-        self, rows: EncodedRows, route: TopicRoute, idx: list[int] | None, fixed: MessageQueueRef | None
+        self, rows: EncodedRows, route: TopicRoute, idx: list[int] | None, fixed: MessageQueue | None
     ) -> Iterator[_Request]:
         sizes = rows.sizes if idx is None else rows.sizes[idx]
         for a, b in self._chunks(sizes):
@@ -379,7 +335,7 @@ class Producer:
             self._fifo_owned.add(q)
         self._ready.append(req)
 
-    def _release(self, q: MessageQueueRef) -> None:
+    def _release(self, q: MessageQueue) -> None:
         """A FIFO queue's request is acknowledged: its next request may go."""
         waiting = self._fifo_waiting.get(q)
         if waiting:
@@ -419,17 +375,16 @@ class Producer:
         route = req.route
         q = req.fixed or route.selector.select(req.last_broker)
         endpoint = route.endpoints[q.broker]
-        payload = req.payload(q.queue_id)
+        payload = req.payload(q)
         req.attempts += 1
         self.stats.attempts += 1
         if req.attempts > 1:
             self.stats.retries += 1
         req.queue, req.endpoint, req.started = q, endpoint, now
-        metadata = [*self.client.metadata(), (EXPLICIT_QUEUE_HEADER, "true")]
-        fut = self.client.send_message_raw(endpoint).future(payload, timeout=remaining, metadata=metadata)
+        fut = self.client.send_async(endpoint, payload, len(req), remaining)
         token = next(self._tokens)
         self._inflight[token] = (req, fut)
-        fut.add_done_callback(lambda _f, t=token: self._done.put(t))
+        fut.add_done_callback(lambda t=token: self._done.put(t))
 
     def _complete(self, token: int) -> None:
         entry = self._inflight.pop(token, None)
@@ -437,27 +392,19 @@ class Producer:
             return
         req, fut = entry
         latency_ms = (self._clock() - req.started) * 1000.0
-        try:
-            resp = fut.result()
-        except grpc.FutureCancelledError:
+        out = fut.outcome()
+        if out is None:  # cancelled
             return
-        except grpc.RpcError as e:
-            code = e.code()  # type: ignore[attr-defined]
-            reason = f"gRPC {code.name}: {e.details()}"  # type: ignore[attr-defined]
-            if code in TRANSIENT_GRPC:
-                self._failed(req, reason, code.name, latency_ms, backoff=False)
-                return
-            raise self._rejected(req, reason) from None
-        code = resp.status.code
-        if code == d.OK:
+        status = out.status
+        if status is SendStatus.OK:
             self._acked(req, latency_ms)
-        elif code == d.MULTIPLE_RESULTS and len(resp.entries) == len(req):
-            self._partial(req, resp, latency_ms)
-        elif code in RETRYABLE_CODES:
-            reason = f"{code_name(code)} ({code}): {resp.status.message}"
-            self._failed(req, reason, code_name(code), latency_ms, backoff=code == d.TOO_MANY_REQUESTS)
+        elif status is SendStatus.PARTIAL:
+            assert out.messages is not None
+            self._partial(req, out.messages, latency_ms)
+        elif status is SendStatus.RETRYABLE:
+            self._failed(req, out.reason, out.label, latency_ms, backoff=out.backoff)
         else:
-            raise self._rejected(req, f"{code_name(code)} ({code}): {resp.status.message}")
+            raise self._rejected_outcome(req, out)
 
     def _record(self, req: _Request, latency_ms: float, failed: bool) -> None:
         assert req.queue is not None
@@ -500,27 +447,24 @@ class Producer:
         else:
             self._ready.appendleft(req)
 
-    def _partial(self, req: _Request, resp: object, latency_ms: float) -> None:
-        """MULTIPLE_RESULTS: count the OK entries, retry the rest if retryable, else fail."""
-        entries = resp.entries  # type: ignore[attr-defined]
-        failed = [i for i, e in enumerate(entries) if e.status.code != d.OK]
+    def _partial(self, req: _Request, messages: tuple[SendOutcome, ...], latency_ms: float) -> None:
+        """Per-message outcomes: count the OK ones, retry the rest if retryable, else fail."""
+        failed = [i for i, m in enumerate(messages) if m.status is not SendStatus.OK]
         for i in failed:
-            st = entries[i].status
-            if st.code not in RETRYABLE_CODES:
-                raise self._rejected(req.subset([i]), f"{code_name(st.code)} ({st.code}): {st.message}")
+            if messages[i].status is not SendStatus.RETRYABLE:
+                raise self._rejected(req.subset([i]), messages[i].reason)
         bad = set(failed)
         if len(bad) < len(req):
             self._count(req.subset([i for i in range(len(req)) if i not in bad]))
-        first = entries[failed[0]].status
-        reason = f"{code_name(first.code)} ({first.code}): {first.message}"
-        self._failed(req.subset(failed), reason, code_name(first.code), latency_ms, backoff=False)
+        first = messages[failed[0]]
+        self._failed(req.subset(failed), first.reason, first.label, latency_ms, backoff=first.backoff)
 
     # ------------------------------------------------------------------ errors
     def _context(self, req: _Request) -> str:
         n = len(req)
         return (
-            f"SendMessage of {n} message{'s' if n != 1 else ''} ({describe_rows(req.row_numbers)} of {self.label}) "
-            f"to {req.queue} on {req.endpoint}"
+            f"the send of {n} message{'s' if n != 1 else ''} ({describe_rows(req.row_numbers)} of {self.label}) "
+            f"to queue {req.queue} on {req.endpoint}"
         )
 
     def _acked_note(self) -> str:
@@ -529,16 +473,19 @@ class Producer:
             "(at-least-once: a retried task sends them again)"
         )
 
-    def _rejected(self, req: _Request, reason: str) -> SendFailedError:
-        def name_row(m: re.Match[str]) -> str:
-            i = int(m.group(1))
-            rows = req.row_numbers
-            return f"{m.group(0)} (row {int(rows[i])})" if i < len(rows) else m.group(0)
+    def _rejected_outcome(self, req: _Request, out: SendOutcome) -> SendFailedError:
+        """A rejected request: names the rejected messages' rows when the broker reported per-message results
+        (with the first one's reason), else every row of the request with the request's reason."""
+        if out.messages is not None:
+            rejected = [i for i, m in enumerate(out.messages) if m.status is not SendStatus.OK]
+            if rejected and len(rejected) < len(req):
+                return self._rejected(req.subset(rejected), out.messages[rejected[0]].reason or out.reason)
+        return self._rejected(req, out.reason)
 
+    def _rejected(self, req: _Request, reason: str) -> SendFailedError:
         self.close()
         return SendFailedError(
-            f"rocketmq sink: {self._context(req)} was rejected: {_MESSAGE_NO.sub(name_row, reason)}; "
-            f"{self._acked_note()}"
+            f"rocketmq sink: {self._context(req)} was rejected: {reason}; {self._acked_note()}"
         )
 
     def _exhausted(self, req: _Request) -> SendFailedError:

@@ -1,8 +1,9 @@
-"""Producer queue selection: round robin plus RocketMQ's send-latency fault tolerance (SPEC §5).
+"""Producer queue selection: round robin plus RocketMQ's send-latency fault tolerance (README.md, 'Writer
+options'), after apache/rocketmq's ``TopicPublishInfo``, ``MQFaultStrategy`` and ``LatencyFaultToleranceImpl``.
 
-A pure component — no I/O, no gRPC, no Spark — with an injectable clock (milliseconds) and
-injectable counter start values, so every decision is reproducible in tests. It follows seed
-``001_e5d4535e89566537.txt`` (reference ``rocketmq-semantics.md`` §2.4–2.5):
+A pure component — no I/O, no protocol, no Spark — with an injectable clock (milliseconds) and
+injectable counter start values, so every decision is reproducible in tests
+(``tests/test_queue_selector.py``):
 
 * ``TopicPublishInfo``: the topic's writable queues and the ``sendWhichQueue`` counter
   (random start, ``incrementAndGet = (v + 1) & 0x7FFFFFFF``). ``select_one(None)`` is
@@ -19,16 +20,16 @@ injectable counter start values, so every decision is reproducible in tests. It 
   the better-half broker of ``pick_one_at_least()`` with one of *its own* queues chosen round robin;
   if that yields nothing, plain round robin.
 
-Where versions differ (reference §2.4, §2.5, §8):
+Where RocketMQ versions differ:
 
 * Tables: the 4.x / ≤ 5.1.3 defaults (``latencyMax`` 50,100,550,1000,2000,3000,15000 →
   ``notAvailableDuration`` 0,0,30000,60000,120000,180000,600000) and the 4.x failure latency of
-  30,000 ms (30000 >= latencyMax[6] → 600 s isolation), as SPEC §5 says. Both tables are injectable.
-* Item update: 4.x / the seed — every update overwrites ``current_latency`` and
+  30,000 ms (30000 >= latencyMax[6] → 600 s isolation), the README's defaults. Both tables are injectable.
+* Item update: 4.x — every update overwrites ``current_latency`` and
   ``start_timestamp = now + duration`` (so a fast success ends an isolation early). 5.1.4+ never
   shortens an isolation; pass ``never_shorten=True`` for that behaviour.
-* Available-queue scan: each try increments ``sendWhichQueue`` (the seed's "back to step 1", and
-  develop's ``selectOneMessageQueue(filters)``), not 4.x's single increment with a local ``index++``,
+* Available-queue scan: each try increments ``sendWhichQueue`` (develop's
+  ``selectOneMessageQueue(filters)``), not 4.x's single increment with a local ``index++``,
   which skews traffic onto the queue after an isolated broker's block (#5672).
 * Retry with latency on: the failed broker is *excluded* (develop's ``brokerFilter``). The old 4.x
   condition ``null == lastBrokerName || mq.brokerName.equals(lastBrokerName)`` that re-picks the
@@ -39,7 +40,7 @@ Where versions differ (reference §2.4, §2.5, §8):
   (deterministic), and the pick is restricted to brokers that serve the topic — 4.x instead removed
   the fault item of a picked broker without writable queues, un-isolating it for other topics.
   Queue objects are never mutated (4.x rewrote a shared ``MessageQueue``'s broker and queue id,
-  #7779/#7812): the result is always a real, frozen ``MessageQueueRef`` from the writable list.
+  #7779/#7812): the result is always a real, immutable ``MessageQueue`` from the writable list.
 * Not taken from 5.x: ``reachableFlag``, the detector, and ``resetIndex()`` on retries.
 
 ``QueueSelector`` serialises ``select``/``record`` with a lock, so a writer with several requests in
@@ -56,13 +57,14 @@ import time
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from .queues import MessageQueue
+
 __all__ = [
     "DEFAULT_LATENCY_MAX",
     "DEFAULT_NOT_AVAILABLE_DURATION",
     "FAILURE_LATENCY_MS",
     "FaultItem",
     "LatencyFaultTolerance",
-    "MessageQueueRef",
     "QueueSelector",
     "RoundRobinIndex",
     "SelectorStats",
@@ -106,18 +108,6 @@ def parse_ms_table(text: str | Sequence[int | float], name: str = "table") -> tu
     return tuple(out)
 
 
-@dataclass(frozen=True, slots=True)
-class MessageQueueRef:
-    """One writable queue of a topic: immutable, so selection can never rewrite a shared queue."""
-
-    topic: str
-    broker: str
-    queue_id: int
-
-    def __str__(self) -> str:
-        return f"MessageQueue [topic={self.topic}, brokerName={self.broker}, queueId={self.queue_id}]"
-
-
 class RoundRobinIndex:
     """RocketMQ's ``ThreadLocalIndex``: a non-negative int counter, random start unless injected."""
 
@@ -144,28 +134,28 @@ class TopicPublishInfo:
 
     def __init__(
         self,
-        queues: Sequence[MessageQueueRef],
+        queues: Sequence[MessageQueue],
         start: int | None = None,
         rng: random.Random | None = None,
     ) -> None:
-        self.queues: tuple[MessageQueueRef, ...] = tuple(queues)
+        self.queues: tuple[MessageQueue, ...] = tuple(queues)
         if not self.queues:
             raise ValueError("TopicPublishInfo: the topic has no writable queues")
         for q in self.queues:
-            if not isinstance(q, MessageQueueRef):
-                raise TypeError(f"TopicPublishInfo: expected MessageQueueRef, got {type(q).__name__}")
+            if not isinstance(q, MessageQueue):
+                raise TypeError(f"TopicPublishInfo: expected MessageQueue, got {type(q).__name__}")
         self.send_which_queue = RoundRobinIndex(start, rng)
-        by_broker: dict[str, list[MessageQueueRef]] = {}
+        by_broker: dict[str, list[MessageQueue]] = {}
         for q in self.queues:
             by_broker.setdefault(q.broker, []).append(q)
-        self._by_broker: dict[str, tuple[MessageQueueRef, ...]] = {b: tuple(v) for b, v in by_broker.items()}
+        self._by_broker: dict[str, tuple[MessageQueue, ...]] = {b: tuple(v) for b, v in by_broker.items()}
 
     @property
     def brokers(self) -> tuple[str, ...]:
         """Brokers serving the topic, in first-appearance order."""
         return tuple(self._by_broker)
 
-    def queues_of(self, broker: str) -> tuple[MessageQueueRef, ...]:
+    def queues_of(self, broker: str) -> tuple[MessageQueue, ...]:
         """The writable queues of ``broker`` (empty if it does not serve the topic)."""
         return self._by_broker.get(broker, ())
 
@@ -173,11 +163,11 @@ class TopicPublishInfo:
         """``sendWhichQueue.incrementAndGet()``."""
         return self.send_which_queue.increment_and_get()
 
-    def select_plain(self) -> MessageQueueRef:
+    def select_plain(self) -> MessageQueue:
         """``selectOneMessageQueue()``: ``queues[incrementAndGet() % n]``."""
         return self.queues[self.next_index() % len(self.queues)]
 
-    def select_filtered(self, accept: Callable[[MessageQueueRef], bool]) -> MessageQueueRef | None:
+    def select_filtered(self, accept: Callable[[MessageQueue], bool]) -> MessageQueue | None:
         """Up to ``n`` round-robin tries; the first queue ``accept`` takes, else ``None``."""
         n = len(self.queues)
         for _ in range(n):
@@ -186,7 +176,7 @@ class TopicPublishInfo:
                 return q
         return None
 
-    def select_one(self, last_broker: str | None = None) -> MessageQueueRef:
+    def select_one(self, last_broker: str | None = None) -> MessageQueue:
         """Round robin; a retry (``last_broker`` set) avoids that broker when another one exists."""
         if last_broker is None:
             return self.select_plain()
@@ -336,13 +326,13 @@ class QueueSelector:
         self._stats = SelectorStats()
         self._lock = threading.Lock()
 
-    def update_queues(self, queues: Sequence[MessageQueueRef]) -> None:
+    def update_queues(self, queues: Sequence[MessageQueue]) -> None:
         """Swap in a refreshed route, keeping the ``sendWhichQueue`` position."""
         with self._lock:
             info = TopicPublishInfo(queues, start=self.publish_info.send_which_queue.value)
             self.publish_info = info
 
-    def select(self, last_broker: str | None = None) -> MessageQueueRef:
+    def select(self, last_broker: str | None = None) -> MessageQueue:
         """Pick the queue for a send; ``last_broker`` is the broker of the failed previous attempt."""
         with self._lock:
             info = self.publish_info

@@ -17,37 +17,30 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
-from .client import PullResult, PullStatus, QueueInfo, RocketMQClient, get_client
+from .clients import PullResult, PullStatus, RocketMQClient, get_client
 from .config import ClientConfig, FilterSpec
 from .data_loss import report_data_loss
 from .errors import ConnectorError
+from .queues import OffsetRange, RouteEntry
 from .schema import to_record_batches
 
 log = logging.getLogger(__name__)
 
-__all__ = ["QueueRange", "RangePartition", "read_partition", "read_range"]
-
-
-@dataclass(frozen=True)
-class QueueRange:
-    """Offsets `[start, end)` of one queue, with the queue's broker endpoint from the driver's route."""
-
-    queue: QueueInfo
-    start: int
-    end: int
+__all__ = ["RangePartition", "read_partition", "read_range"]
 
 
 @dataclass(frozen=True)
 class RangePartition(InputPartition):
-    """Everything one read task needs; no client (created lazily in the executor's Python worker)."""
+    """Everything one read task needs: its ranges in reading order and the route entries (broker endpoints,
+    from the driver's route) of their queues; no client (created lazily in the executor's Python worker)."""
 
     config: ClientConfig
     group: str
     filter: FilterSpec
-    ranges: tuple[QueueRange, ...]
+    ranges: tuple[OffsetRange, ...]
+    routes: tuple[RouteEntry, ...]
     pull_batch_size: int
     pull_timeout_ms: int
-    pull_protocol: str
     fail_on_data_loss: bool
 
 
@@ -59,10 +52,11 @@ def read_partition(partition: InputPartition | None) -> Iterator[pa.RecordBatch]
     if not isinstance(partition, RangePartition):
         return
     client = get_client(partition.config)
+    routes = {e.queue: e for e in partition.routes}
     pool = ThreadPoolExecutor(1, thread_name_prefix="rocketmq-prefetch")
     try:
         for rng in partition.ranges:
-            yield from read_range(client, partition, rng, pool)
+            yield from read_range(client, partition, routes[rng.queue], rng, pool)
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
 
@@ -74,21 +68,25 @@ def _rows_before(table: pa.Table, end: int) -> int:
 
 
 def read_range(
-    client: RocketMQClient, p: RangePartition, rng: QueueRange, pool: Executor | None = None
+    client: RocketMQClient,
+    p: RangePartition,
+    entry: RouteEntry,
+    rng: OffsetRange,
+    pool: Executor | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """The messages of one queue's `[start, end)`, one pull at a time. With `pool`, the next pull is
-    in flight while the current one is converted and consumed (at most two pulls in memory)."""
+    """The messages of one queue's `[start, end)` (`entry`: the queue's route entry), one pull at a time.
+    With `pool`, the next pull is in flight while the current one is converted and consumed (at most two
+    pulls in memory)."""
     q = rng.queue
 
     def pull(offset: int) -> PullResult:
         return client.pull(
-            q,
+            entry,
             offset,
             min(p.pull_batch_size, rng.end - offset),
             group=p.group,
             filter=p.filter,
             timeout_ms=p.pull_timeout_ms,
-            protocol=p.pull_protocol,
         )
 
     def submit(offset: int) -> Future[PullResult]:
@@ -102,22 +100,22 @@ def read_range(
     pending = submit(rng.start) if rng.start < rng.end else None
     while pending is not None and offset is not None:
         res = pending.result()
-        table, offset = _advance(p, rng, offset, res)
+        table, offset = _advance(p, entry, rng, offset, res)
         pending = submit(offset) if offset is not None and offset < rng.end else None
         if table is not None:
             yield from to_record_batches(table, q.topic, q.broker, q.queue_id)
 
 
 def _advance(
-    p: RangePartition, rng: QueueRange, offset: int, res: PullResult
+    p: RangePartition, entry: RouteEntry, rng: OffsetRange, offset: int, res: PullResult
 ) -> tuple[pa.Table | None, int | None]:
     """What one pull from `offset` contributes (rows below `end`) and the next offset (None: stop)."""
     q = rng.queue
     if res.status == PullStatus.FOUND:
         if res.next_offset <= offset:
             raise ConnectorError(
-                f"queue {q.key}: a pull from offset {offset} found {res.table.num_rows} messages but did not "
-                f"advance (next offset {res.next_offset}); {q.endpoint} answered inconsistently"
+                f"queue {q}: a pull from offset {offset} found {res.table.num_rows} messages but did not "
+                f"advance (next offset {res.next_offset}); {entry.endpoint} answered inconsistently"
             )
         table = res.table
         keep = _rows_before(table, rng.end)
@@ -126,7 +124,7 @@ def _advance(
         return None, res.next_offset  # entries filtered out by filterExpression: a gap, not a loss
     if res.status == PullStatus.OFFSET_ILLEGAL and res.next_offset > offset:
         report_data_loss(
-            f"queue {q.key}: offsets {offset}..{min(res.next_offset, rng.end) - 1} of the planned range "
+            f"queue {q}: offsets {offset}..{min(res.next_offset, rng.end) - 1} of the planned range "
             f"[{rng.start}, {rng.end}) are no longer available (the queue's earliest offset is now "
             f"{res.next_offset}, e.g. removed by retention)",
             p.fail_on_data_loss,
@@ -134,7 +132,7 @@ def _advance(
         return None, res.next_offset
     # NO_NEW_MSG before `end`, or OFFSET_ILLEGAL pointing back: the queue holds fewer messages than planned
     report_data_loss(
-        f"queue {q.key}: the queue ends at offset {res.next_offset} but the planned range is "
+        f"queue {q}: the queue ends at offset {res.next_offset} but the planned range is "
         f"[{rng.start}, {rng.end}) (status {res.status.value} at offset {offset}; the queue was "
         "reset, recreated or lost messages)",
         p.fail_on_data_loss,

@@ -1,4 +1,4 @@
-"""The reader's fixed schema (SPEC §4.2) and the vectorized conversion of pulled messages into it.
+"""The reader's fixed schema (README.md, 'Schema') and the vectorized conversion of pulled messages into it.
 
 `SCHEMA` is built in code (`StructType.fromDDL` needs an active session); `ARROW_SCHEMA` is exactly what
 Spark expects from `read()` (`to_arrow_schema(SCHEMA, timezone="UTC")`: nullability, `timestamp[us, UTC]`,

@@ -1,4 +1,4 @@
-"""The input columns of the rocketmq sink (SPEC §5), checked on the driver (Spark types) and again on the
+"""The input columns of the rocketmq sink (README.md, 'Writer options'), checked on the driver (Spark types) and again on the
 executors (Arrow types), so an unknown or mistyped column fails before any message is sent.
 
 | column | Spark type | meaning |

@@ -25,13 +25,14 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from .allocation import delay_batch, rate_limit
-from .client import QueueInfo, RocketMQClient, get_client
+from .clients import RocketMQClient, get_client
 from .data_loss import report_data_loss
 from .errors import ConnectorError
-from .offsets import JsonOffsets, OffsetRange, QueueKey, from_json_dict, to_json, to_json_dict
+from .offsets import JsonOffsets, from_json_dict, to_json, to_json_dict
 from .options import ReaderOptions, parse_reader_options
 from .planning import build_partitions
 from .positions import discover_queues, fetch_bounds, fetch_max_offsets, map_queues, resolve_start
+from .queues import MessageQueue, OffsetRange, RouteEntry
 from .read_task import read_partition
 from .schema import check_user_schema
 
@@ -47,31 +48,32 @@ def _now_ms() -> int:
 
 
 class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """Stream reader: options validated here (driver, before any task); see SPEC §4.3 for the semantics."""
+    """Stream reader: options validated here (driver, before any task); the semantics are apache/spark's
+    `KafkaMicroBatchStream`'s over RocketMQ queues (README.md, 'Offsets and guarantees')."""
 
     def __init__(self, options: Mapping[str, Any], schema: StructType | None) -> None:
         check_user_schema(schema)
         self.opts: ReaderOptions = parse_reader_options(options, streaming=True)
-        self._queues: dict[QueueKey, QueueInfo] = {}  # the latest route seen
-        self._latest: dict[QueueKey, int] | None = None  # max offsets at the last latestOffset
-        self._target: dict[QueueKey, int] | None = None  # Trigger.AvailableNow's fixed end
+        self._queues: dict[MessageQueue, RouteEntry] = {}  # the latest route seen
+        self._latest: dict[MessageQueue, int] | None = None  # max offsets at the last latestOffset
+        self._target: dict[MessageQueue, int] | None = None  # Trigger.AvailableNow's fixed end
         self._last_trigger_ms: int | None = None  # when the last batch was admitted (minMessagesPerTrigger)
-        self._committed: dict[QueueKey, int] = {}  # offsets last written to the consumer group
-        self._vanished: set[QueueKey] = set()  # queues of the offsets missing from the route
+        self._committed: dict[MessageQueue, int] = {}  # offsets last written to the consumer group
+        self._vanished: set[MessageQueue] = set()  # queues of the offsets missing from the route
 
     # ------------------------------------------------------------------ helpers
     def _client(self) -> RocketMQClient:
         return get_client(self.opts.client_config)
 
-    def _refresh_queues(self, missing_ok: bool = True) -> dict[QueueKey, QueueInfo]:
+    def _refresh_queues(self, missing_ok: bool = True) -> dict[MessageQueue, RouteEntry]:
         self._queues = discover_queues(self._client(), self.opts, missing_ok=missing_ok)
         return self._queues
 
-    def _max_offsets(self) -> dict[QueueKey, int]:
+    def _max_offsets(self) -> dict[MessageQueue, int]:
         queues = self._refresh_queues()
         return fetch_max_offsets(self._client(), list(queues.values()), self.opts.pull_timeout_ms)
 
-    def _carry_vanished(self, begin: Mapping[QueueKey, int], latest: dict[QueueKey, int]) -> None:
+    def _carry_vanished(self, begin: Mapping[MessageQueue, int], latest: dict[MessageQueue, int]) -> None:
         """Queues of `begin` missing from the route are data loss (failOnDataLoss); when tolerated, they
         keep their offset, so a broker that comes back is resumed where it was rather than from 0."""
         for key in begin.keys() - latest.keys():
@@ -86,13 +88,13 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._vanished &= begin.keys() - self._queues.keys()
 
     def _cap_to_target(
-        self, start: Mapping[QueueKey, int], latest: Mapping[QueueKey, int]
-    ) -> dict[QueueKey, int]:
+        self, start: Mapping[MessageQueue, int], latest: Mapping[MessageQueue, int]
+    ) -> dict[MessageQueue, int]:
         """Under Trigger.AvailableNow, `latest` never passes the target; queues that appeared after the
         target was fixed are left out (or kept at their start)."""
         if self._target is None:
             return dict(latest)
-        out: dict[QueueKey, int] = {}
+        out: dict[MessageQueue, int] = {}
         for key, value in latest.items():
             target = self._target.get(key)
             begin = start.get(key)
@@ -210,7 +212,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         log.info("rocketmq stream reader of %s stopped", ", ".join(self.opts.topics))
 
     # ------------------------------------------------------------------ consumer group
-    def _commit_group(self, offsets: Mapping[QueueKey, int]) -> None:
+    def _commit_group(self, offsets: Mapping[MessageQueue, int]) -> None:
         """UpdateOffset of each changed queue to `consumerGroup` (for lag tools; progress itself lives in
         the checkpoint, so a failure is logged, not raised)."""
         if not self.opts.commit_offsets_to_group:
@@ -229,4 +231,4 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         except ConnectorError as e:
             log.warning("could not commit offsets to consumer group %r: %s", group, e)
             return
-        self._committed.update((q.key, v) for q, v in todo)
+        self._committed.update((e.queue, v) for e, v in todo)

@@ -1,9 +1,10 @@
-"""The rocketmq sink for `df.write` and `df.writeStream` (SPEC §5): Spark's Arrow writers around `Producer`.
+"""The rocketmq sink for `df.write` and `df.writeStream` (README.md, 'Writer options'): Spark's Arrow writers
+around `Producer`.
 
 Options and the input schema are checked in `__init__`, on the driver, so a bad option or column fails
 before any task runs (`__init__` runs again in each commit worker: it does no I/O). `write()` runs on the
-executors: it creates its client and producer there (nothing with a channel is pickled), encodes each Arrow
-batch, sends it, and returns a `RocketMQCommitMessage` only once every message is acknowledged OK. The
+executors: it creates its client and producer there (nothing with a connection is pickled), checks each
+Arrow batch (`sink_rows`), sends it (the producer encodes it with its client's encoder), and returns a `RocketMQCommitMessage` only once every message is acknowledged OK. The
 driver's `commit` logs the counts (with the batch id for streams); `abort` logs what the successful tasks
 had sent; a failed task's own error says how many messages it had sent before failing.
 """
@@ -23,7 +24,7 @@ from pyspark.sql.types import StructType
 from .errors import SinkInputError
 from .options import WriterOptions, parse_writer_options
 from .producer import Producer, SendStats
-from .sink_rows import RowEncoder
+from .sink_rows import RowChecker
 from .sink_schema import check_arrow_schema, check_spark_schema
 
 log = logging.getLogger(__name__)
@@ -91,7 +92,7 @@ class _SinkWriter:
     def _write(self, iterator: Iterator[pa.RecordBatch]) -> RocketMQCommitMessage:
         pid, label = self._label()
         o = self.options
-        encoder = RowEncoder(self.layout, o.topic, o.namespace, o.max_message_size, label=label)
+        checker = RowChecker(self.layout, o.topic, o.max_message_size, label=label)
         producer = Producer(o, label=label)
         started = time.monotonic()
         rows = 0
@@ -105,8 +106,8 @@ class _SinkWriter:
                             f"the planned ones {sorted(self.layout.values())}"
                         )
                     checked = True
-                for encoded in encoder.encode(batch, rows):
-                    producer.send(encoded)
+                for checked in checker.check(batch, rows):
+                    producer.send(checked)
                 rows += batch.num_rows
             stats = producer.flush()
         except BaseException:

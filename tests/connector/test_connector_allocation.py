@@ -17,7 +17,7 @@ from connector.allocation import (
     rate_limit,
     split_ranges,
 )
-from connector.offsets import OffsetRange, QueueKey
+from connector.queues import MessageQueue, OffsetRange
 
 AVG_EXAMPLES = {
     (8, 3): [[0, 1, 2], [3, 4, 5], [6, 7]],
@@ -66,7 +66,7 @@ def test_allocate_rejects_bad_arguments() -> None:
 
 # ------------------------------------------------------------------------------------------ splitting
 def _r(q: int, start: int, end: int) -> OffsetRange:
-    return OffsetRange(QueueKey("t", "broker-a", q), start, end)
+    return OffsetRange(MessageQueue("t", "broker-a", q), start, end)
 
 
 def test_split_drops_empty_ranges_and_keeps_enough_ones() -> None:
@@ -83,15 +83,15 @@ def test_split_small_ranges_stay_whole() -> None:
     # Kafka's SPARK-36576 example shape: one big range gets the extra partitions, small ones stay whole.
     ranges = [_r(0, 0, 10_000), _r(1, 0, 1), _r(2, 0, 1)]
     out = split_ranges(ranges, min_partitions=5)
-    assert [r for r in out if r.key.queue_id != 0] == [_r(1, 0, 1), _r(2, 0, 1)]
-    big = [r for r in out if r.key.queue_id == 0]
+    assert [r for r in out if r.queue.queue_id != 0] == [_r(1, 0, 1), _r(2, 0, 1)]
+    big = [r for r in out if r.queue.queue_id == 0]
     assert len(big) == 3 and big[0].start == 0 and big[-1].end == 10_000
     assert len(out) == 5
 
 
 def test_split_proportional_to_size() -> None:
     out = split_ranges([_r(0, 0, 300), _r(1, 0, 100)], min_partitions=4)
-    assert [(r.key.queue_id, r.size) for r in out] == [(0, 100), (0, 100), (0, 100), (1, 100)]
+    assert [(r.queue.queue_id, r.size) for r in out] == [(0, 100), (0, 100), (0, 100), (1, 100)]
 
 
 def test_split_max_per_partition() -> None:
@@ -111,7 +111,7 @@ def test_split_covers_every_offset_exactly_once(
     out = split_ranges(ranges, min_parts, max_per)
     assert all(r.size > 0 for r in out)
     for rng in ranges:
-        pieces = [p for p in out if p.key == rng.key]
+        pieces = [p for p in out if p.queue == rng.queue]
         covered = [o for p in pieces for o in range(p.start, p.end)]
         assert covered == list(range(rng.start, rng.end))
     if max_per is not None:
@@ -121,16 +121,18 @@ def test_split_covers_every_offset_exactly_once(
 # ------------------------------------------------------------------------------------------ planning
 def _queues(n: int, per_queue: int = 10) -> list[OffsetRange]:
     brokers = ["broker-a", "broker-b"]
-    return [OffsetRange(QueueKey("t", brokers[i // (n // 2)], i % (n // 2)), 0, per_queue) for i in range(n)]
+    return [
+        OffsetRange(MessageQueue("t", brokers[i // (n // 2)], i % (n // 2)), 0, per_queue) for i in range(n)
+    ]
 
 
 def test_plan_fewer_partitions_than_queues_uses_allocation() -> None:
     ranges = _queues(8)
     plan = plan_partitions(ranges, num_partitions=3)
-    assert [[r.key for r in p] for p in plan] == [
-        [r.key for r in ranges[0:3]],
-        [r.key for r in ranges[3:6]],
-        [r.key for r in ranges[6:8]],
+    assert [[r.queue for r in p] for p in plan] == [
+        [r.queue for r in ranges[0:3]],
+        [r.queue for r in ranges[3:6]],
+        [r.queue for r in ranges[6:8]],
     ]
     circle = plan_partitions(ranges, num_partitions=3, strategy=AVERAGELY_BY_CIRCLE)
     assert [[ranges.index(r) for r in p] for p in circle] == [[0, 3, 6], [1, 4, 7], [2, 5]]
@@ -138,15 +140,15 @@ def test_plan_fewer_partitions_than_queues_uses_allocation() -> None:
 
 def test_plan_drops_partitions_without_data_and_chunks_big_ones() -> None:
     ranges = _queues(8)
-    ranges[6] = OffsetRange(ranges[6].key, 10, 10)
-    ranges[7] = OffsetRange(ranges[7].key, 10, 10)
+    ranges[6] = OffsetRange(ranges[6].queue, 10, 10)
+    ranges[7] = OffsetRange(ranges[7].queue, 10, 10)
     plan = plan_partitions(ranges, num_partitions=3)
     assert len(plan) == 2
     chunked = plan_partitions(_queues(8), num_partitions=3, max_per_partition=25)
     # partition 0 (30 messages) → 25 + 5; partition 1 likewise; partition 2 (20) whole
     assert [sum(r.size for r in p) for p in chunked] == [25, 5, 25, 5, 20]
-    assert chunked[0][-1] == OffsetRange(ranges[2].key, 0, 5)
-    assert chunked[1] == [OffsetRange(ranges[2].key, 5, 10)]
+    assert chunked[0][-1] == OffsetRange(ranges[2].queue, 0, 5)
+    assert chunked[1] == [OffsetRange(ranges[2].queue, 5, 10)]
 
 
 def test_plan_default_and_more_partitions_than_queues() -> None:

@@ -1,4 +1,4 @@
-"""connector.client against the real emulator over gRPC: routes, queue and group offsets, bulk and standard
+"""connector.clients.grpc_v2 (GrpcClient) against the real emulator over gRPC: routes, queue and group offsets, bulk and standard
 pulls (same MESSAGE_SCHEMA table), fallback when BulkPull is missing, the clear error when PullMessage is
 missing (Apache's proxy), retries of transient failures, in-band errors, headers and the process cache."""
 
@@ -19,21 +19,22 @@ import pyarrow as pa
 import pytest
 
 from broker_emulator import Emulator
-from connector.client import (
-    PullStatus,
-    QueueInfo,
-    RocketMQClient,
-    close_clients,
-    get_client,
-    java_string_hash,
-)
+from connector.clients import PullStatus, close_clients, get_client
+from connector.clients.grpc_v2 import GrpcClient
 from connector.config import ClientConfig, FilterSpec
-from connector.errors import ConnectorError, RetriesExhaustedError, RocketMQError, UnsupportedEndpointError
-from connector.offsets import QueueKey
+from connector.errors import (
+    ConnectorError,
+    ErrorKind,
+    RetriesExhaustedError,
+    RocketMQError,
+    UnsupportedEndpointError,
+)
 from connector.options import parse_reader_options
+from connector.queues import MessageQueue, RouteEntry
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from rocketmq_protocol.grpc_v2 import service_pb2 as s
 from rocketmq_protocol.grpc_v2 import service_pb2_grpc as sg
+from rocketmq_protocol.hashing import java_string_hash
 from rocketmq_protocol.message_schema import MESSAGE_SCHEMA
 from tests.support.helpers import endpoints_by_broker, make_message, send, send_to_queue, unique_name
 
@@ -41,9 +42,13 @@ GROUP = "connector-client-test"
 BROKER_A = "broker-a"
 
 
+def entry(topic: str, broker: str, queue_id: int, endpoint: str) -> RouteEntry:
+    return RouteEntry(MessageQueue(topic, broker, queue_id), endpoint)
+
+
 @pytest.fixture
-def client(rocketmq_emulator) -> Iterator[RocketMQClient]:
-    c = RocketMQClient(ClientConfig(rocketmq_emulator.endpoints))
+def client(rocketmq_emulator) -> Iterator[GrpcClient]:
+    c = GrpcClient(ClientConfig(rocketmq_emulator.endpoints))
     try:
         yield c
     finally:
@@ -53,8 +58,8 @@ def client(rocketmq_emulator) -> Iterator[RocketMQClient]:
 
 
 @pytest.fixture
-def queue_a0(rocketmq_emulator, topic) -> QueueInfo:
-    return QueueInfo(topic, BROKER_A, 0, endpoints_by_broker(rocketmq_emulator)[BROKER_A], d.READ_WRITE)
+def queue_a0(rocketmq_emulator, topic) -> RouteEntry:
+    return entry(topic, BROKER_A, 0, endpoints_by_broker(rocketmq_emulator)[BROKER_A])
 
 
 def _fill(
@@ -67,15 +72,15 @@ def _fill(
 def test_route_lists_every_queue_in_order(rocketmq_emulator, topic, client) -> None:
     route = client.route(topic)
     eps = endpoints_by_broker(rocketmq_emulator)
-    assert [q.key for q in route] == [
-        QueueKey(topic, b, i) for b in ("broker-a", "broker-b") for i in range(4)
+    assert [q.queue for q in route] == [
+        MessageQueue(topic, b, i) for b in ("broker-a", "broker-b") for i in range(4)
     ]
-    assert all(q.endpoint == eps[q.broker] and q.readable and q.writable for q in route)
+    assert all(q.endpoint == eps[q.queue.broker] and q.readable and q.writable for q in route)
     assert pickle.loads(pickle.dumps(route)) == route
 
 
 def test_route_skips_a_dead_endpoint(rocketmq_emulator, topic) -> None:
-    c = RocketMQClient(ClientConfig("127.0.0.1:1;" + rocketmq_emulator.endpoints))
+    c = GrpcClient(ClientConfig("127.0.0.1:1;" + rocketmq_emulator.endpoints))
     try:
         assert len(c.route(topic, timeout_ms=5000)) == 8
     finally:
@@ -86,8 +91,10 @@ def test_route_unknown_topic_is_an_in_band_error(rocketmq_emulator, client) -> N
     with pytest.raises(RocketMQError) as e:
         client.route(unique_name("missing"))
     assert e.value.code == d.TOPIC_NOT_FOUND and e.value.code_name == "TOPIC_NOT_FOUND"
+    assert e.value.kind == ErrorKind.TOPIC_NOT_FOUND
     assert e.value.endpoint in rocketmq_emulator.endpoints and "QueryRoute" in str(e.value)
-    assert pickle.loads(pickle.dumps(e.value)).code == d.TOPIC_NOT_FOUND
+    copy = pickle.loads(pickle.dumps(e.value))
+    assert (copy.code, copy.kind, str(copy)) == (d.TOPIC_NOT_FOUND, ErrorKind.TOPIC_NOT_FOUND, str(e.value))
 
 
 # ------------------------------------------------------------------------------------------ offsets
@@ -144,7 +151,7 @@ def test_pull_statuses(rocketmq_emulator, topic, client, queue_a0, v2_stub, prot
 
 def test_standard_pull_yields_the_bulk_table(rocketmq_emulator, topic, client, v2_stub) -> None:
     _send_rich(rocketmq_emulator, v2_stub, topic)
-    queue = QueueInfo(topic, BROKER_A, 1, endpoints_by_broker(rocketmq_emulator)[BROKER_A])
+    queue = entry(topic, BROKER_A, 1, endpoints_by_broker(rocketmq_emulator)[BROKER_A])
     bulk = client.pull(queue, 0, 32, group=GROUP, protocol="bulk").table
     standard = client.pull(queue, 0, 32, group=GROUP, protocol="standard").table
     assert bulk.num_rows == 3
@@ -168,7 +175,7 @@ def test_long_polling_pull_wakes_on_arrival(rocketmq_emulator, topic, client, qu
 
 
 def test_pull_bad_queue_is_an_in_band_error(rocketmq_emulator, topic, client) -> None:
-    queue = QueueInfo(topic, BROKER_A, 99, endpoints_by_broker(rocketmq_emulator)[BROKER_A])
+    queue = entry(topic, BROKER_A, 99, endpoints_by_broker(rocketmq_emulator)[BROKER_A])
     for protocol in ("bulk", "standard"):
         t0 = time.monotonic()
         with pytest.raises(RocketMQError) as e:
@@ -182,11 +189,11 @@ def test_namespace(rocketmq_emulator, v2_stub) -> None:
     rocketmq_emulator.create_topic(f"ns1%{name}")
     ep = endpoints_by_broker(rocketmq_emulator)[BROKER_A]
     send_to_queue(v2_stub(ep), f"ns1%{name}", 2, 3)
-    c = RocketMQClient(ClientConfig(rocketmq_emulator.endpoints, namespace="ns1"))
+    c = GrpcClient(ClientConfig(rocketmq_emulator.endpoints, namespace="ns1"))
     try:
         route = c.route(name)
-        assert route[0].topic == name and len(route) == 8
-        q = next(q for q in route if q.broker == BROKER_A and q.queue_id == 2)
+        assert route[0].queue.topic == name and len(route) == 8
+        q = next(q for q in route if q.queue == MessageQueue(name, BROKER_A, 2))
         assert c.max_offset(q) == 3
         assert c.pull(q, 0, 8, group=GROUP, protocol="bulk").table.num_rows == 3
         assert c.pull(q, 0, 8, group=GROUP, protocol="standard").table.num_rows == 3
@@ -274,8 +281,8 @@ def test_auto_falls_back_to_pull_message_without_the_extension(
 ) -> None:
     _fill(v2_stub, rocketmq_emulator, topic, 3)
     endpoint = serve(_Forwarder(endpoints_by_broker(rocketmq_emulator)[BROKER_A]))
-    c = RocketMQClient(ClientConfig(endpoint, access_key="AK", secret_key="SK"))
-    queue = QueueInfo(topic, BROKER_A, 0, endpoint)
+    c = GrpcClient(ClientConfig(endpoint, access_key="AK", secret_key="SK"))
+    queue = entry(topic, BROKER_A, 0, endpoint)
     try:
         first = c.pull(queue, 0, 8, group=GROUP)
         assert first.protocol == "standard" and first.table.num_rows == 3
@@ -290,9 +297,9 @@ def test_auto_falls_back_to_pull_message_without_the_extension(
 def test_headers_and_signature(rocketmq_emulator, topic, serve) -> None:
     forwarder = _Forwarder(endpoints_by_broker(rocketmq_emulator)[BROKER_A])
     endpoint = serve(forwarder)
-    c = RocketMQClient(ClientConfig(endpoint, access_key="AK", secret_key="SK", namespace=""))
+    c = GrpcClient(ClientConfig(endpoint, access_key="AK", secret_key="SK", namespace=""))
     try:
-        c.pull(QueueInfo(topic, BROKER_A, 0, endpoint), 0, 8, group=GROUP, protocol="standard")
+        c.pull(entry(topic, BROKER_A, 0, endpoint), 0, 8, group=GROUP, protocol="standard")
     finally:
         c.close()
     _, md = forwarder.calls[-1]
@@ -305,31 +312,31 @@ def test_headers_and_signature(rocketmq_emulator, topic, serve) -> None:
     assert md["authorization"] == (
         f"MQv2-HMAC-SHA1 Credential=AK, SignedHeaders=x-mq-date-time, Signature={signature}"
     )
-    anonymous = RocketMQClient(ClientConfig(endpoint))
+    anonymous = GrpcClient(ClientConfig(endpoint))
     assert "authorization" not in dict(anonymous.metadata())
 
 
 def test_in_band_too_many_requests_is_retried(rocketmq_emulator, topic, v2_stub, serve) -> None:
     _fill(v2_stub, rocketmq_emulator, topic, 4)
     endpoint = serve(_Forwarder(endpoints_by_broker(rocketmq_emulator)[BROKER_A], busy=3))
-    c = RocketMQClient(ClientConfig(endpoint))
+    c = GrpcClient(ClientConfig(endpoint))
     try:
-        assert c.max_offset(QueueInfo(topic, BROKER_A, 0, endpoint), timeout_ms=5000) == 4
+        assert c.max_offset(entry(topic, BROKER_A, 0, endpoint), timeout_ms=5000) == 4
     finally:
         c.close()
     always_busy = serve(_Forwarder(endpoints_by_broker(rocketmq_emulator)[BROKER_A], busy=10**6))
-    c = RocketMQClient(ClientConfig(always_busy))
+    c = GrpcClient(ClientConfig(always_busy))
     try:
         with pytest.raises(RetriesExhaustedError, match="TOO_MANY_REQUESTS"):
-            c.max_offset(QueueInfo(topic, BROKER_A, 0, always_busy), timeout_ms=400)
+            c.max_offset(entry(topic, BROKER_A, 0, always_busy), timeout_ms=400)
     finally:
         c.close()
 
 
 def test_endpoint_without_pull_rpcs_fails_clearly(topic, serve) -> None:
     endpoint = serve(sg.MessagingServiceServicer())  # every RPC answers UNIMPLEMENTED, like Apache's proxy
-    c = RocketMQClient(ClientConfig(endpoint))
-    queue = QueueInfo(topic, BROKER_A, 0, endpoint)
+    c = GrpcClient(ClientConfig(endpoint))
+    queue = entry(topic, BROKER_A, 0, endpoint)
     try:
         for call in (
             lambda: c.pull(queue, 0, 8, group=GROUP),
@@ -366,7 +373,7 @@ def test_get_client_is_cached_per_config_and_not_picklable(rocketmq_emulator) ->
 
 
 def test_messages_to_table_empty() -> None:
-    from connector.client import messages_to_table
+    from connector.clients.grpc_v2 import messages_to_table
 
     assert messages_to_table([]).schema == MESSAGE_SCHEMA
     assert isinstance(messages_to_table([]), pa.Table)
@@ -403,13 +410,13 @@ def test_tls_with_ca_file(tmp_path) -> None:
         opts = parse_reader_options(
             {"endpoints": emu.endpoints, "topic": "tls_topic", "tlscafile": str(cert)}, streaming=True
         )
-        c = RocketMQClient(opts.client_config)
+        c = GrpcClient(opts.client_config)
         try:
             route = c.route("tls_topic", timeout_ms=5000)
             assert len(route) == 2 and c.max_offset(route[0]) == 0
         finally:
             c.close()
-        plain = RocketMQClient(ClientConfig(emu.endpoints))
+        plain = GrpcClient(ClientConfig(emu.endpoints))
         try:
             with pytest.raises(RetriesExhaustedError):
                 plain.route("tls_topic", timeout_ms=500)

@@ -1,4 +1,4 @@
-"""connector.offsets: the offsets JSON ⇄ {QueueKey: offset}, queue order, and clear errors (docs/design.md, 'Offsets')."""
+"""connector.offsets: the offsets JSON ⇄ {MessageQueue: offset}, queue order, and clear errors (docs/design.md, 'Offsets')."""
 
 from __future__ import annotations
 
@@ -8,24 +8,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from connector.offsets import (
-    OffsetsError,
-    QueueKey,
-    from_json,
-    from_json_dict,
-    java_string_key,
-    sort_queues,
-    to_json,
-    to_json_dict,
-)
+from connector.offsets import OffsetsError, from_json, from_json_dict, to_json, to_json_dict
+from connector.queues import MessageQueue, java_string_key, sort_queues
 
 
 def test_round_trip_and_deterministic_order() -> None:
     offsets = {
-        QueueKey("b", "broker-b", 10): 5,
-        QueueKey("a", "broker-b", 0): 7,
-        QueueKey("a", "broker-a", 2): 3,
-        QueueKey("a", "broker-a", 10): 0,
+        MessageQueue("b", "broker-b", 10): 5,
+        MessageQueue("a", "broker-b", 0): 7,
+        MessageQueue("a", "broker-a", 2): 3,
+        MessageQueue("a", "broker-a", 10): 0,
     }
     doc = to_json_dict(offsets)
     assert doc == {"a": {"broker-a": {"2": 3, "10": 0}, "broker-b": {"0": 7}}, "b": {"broker-b": {"10": 5}}}
@@ -40,8 +32,11 @@ def test_round_trip_and_deterministic_order() -> None:
 def test_java_string_order() -> None:
     # Java compares UTF-16 code units: U+FFFD sorts after U+1F600 (a surrogate pair 0xD83D...).
     assert java_string_key("\U0001f600") < java_string_key("\ufffd")
-    assert sort_queues([QueueKey("\ufffd", "b", 0), QueueKey("\U0001f600", "b", 0)])[0].topic == "\U0001f600"
-    assert sort_queues([QueueKey("B", "b", 0), QueueKey("a", "b", 0)])[0].topic == "B"
+    assert (
+        sort_queues([MessageQueue("\ufffd", "b", 0), MessageQueue("\U0001f600", "b", 0)])[0].topic
+        == "\U0001f600"
+    )
+    assert sort_queues([MessageQueue("B", "b", 0), MessageQueue("a", "b", 0)])[0].topic == "B"
 
 
 @pytest.mark.parametrize(
@@ -69,9 +64,9 @@ def test_malformed_documents(doc: object, fragment: str) -> None:
 def test_sentinels_only_when_allowed() -> None:
     doc = {"t": {"broker-a": {"0": -2, "1": -1, "2": 4}}}
     assert from_json_dict(doc, allow_sentinels=True) == {
-        QueueKey("t", "broker-a", 0): -2,
-        QueueKey("t", "broker-a", 1): -1,
-        QueueKey("t", "broker-a", 2): 4,
+        MessageQueue("t", "broker-a", 0): -2,
+        MessageQueue("t", "broker-a", 1): -1,
+        MessageQueue("t", "broker-a", 2): 4,
     }
     with pytest.raises(OffsetsError, match="offset >= 0"):
         from_json_dict(doc)
@@ -116,7 +111,7 @@ def test_fuzz_text_parses_or_raises_offsets_error(text: str) -> None:
 @given(
     st.dictionaries(
         st.builds(
-            QueueKey,
+            MessageQueue,
             st.text(min_size=1, max_size=4).filter(str.strip),
             st.text(min_size=1, max_size=4).filter(str.strip),
             st.integers(0, 2**31 - 1),
@@ -125,7 +120,7 @@ def test_fuzz_text_parses_or_raises_offsets_error(text: str) -> None:
         max_size=10,
     )
 )
-def test_fuzz_round_trip(offsets: dict[QueueKey, int]) -> None:
+def test_fuzz_round_trip(offsets: dict[MessageQueue, int]) -> None:
     text = to_json(offsets)
     assert from_json(text) == offsets
     assert to_json(from_json(text)) == text

@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 
 from connector.allocation import AVERAGELY, AVERAGELY_BY_CIRCLE
 from connector.config import ClientConfig, FilterSpec
-from connector.offsets import QueueKey
 from connector.options import (
     COMMON_OPTIONS,
     READER_OPTIONS,
@@ -24,6 +23,7 @@ from connector.options import (
     parse_reader_options,
     parse_writer_options,
 )
+from connector.queues import MessageQueue
 
 EP = "127.0.0.1:8081"
 BASE = {"endpoints": EP, "topic": "orders"}
@@ -98,9 +98,9 @@ def test_reader_every_option_lowercased_keys() -> None:
     assert o.topics == ("a", "b") and o.consumer_group == "g1"
     assert o.starting.kind == "specific"
     assert o.starting.offset_map() == {
-        QueueKey("a", "broker-a", 0): 12,
-        QueueKey("a", "broker-a", 1): -2,
-        QueueKey("b", "broker-b", 3): -1,
+        MessageQueue("a", "broker-a", 0): 12,
+        MessageQueue("a", "broker-a", 1): -2,
+        MessageQueue("b", "broker-b", 3): -1,
     }
     assert o.filter == FilterSpec("tag", "TagA || TagB")
     assert (o.max_messages_per_trigger, o.min_messages_per_trigger, o.max_trigger_delay_ms) == (
@@ -138,8 +138,8 @@ def test_timestamps_win_and_sql_filter() -> None:
     assert o.ending == OffsetSpec("timestamp", timestamp_ms=1800000000000)
     e = reader(streaming=False, endingOffsets='{"orders":{"broker-a":{"0":5,"1":-1}}}')
     assert e.ending.offset_map() == {
-        QueueKey("orders", "broker-a", 0): 5,
-        QueueKey("orders", "broker-a", 1): -1,
+        MessageQueue("orders", "broker-a", 0): 5,
+        MessageQueue("orders", "broker-a", 1): -1,
     }
     assert reader(startingOffsets="GROUP").starting == OffsetSpec("group")
     f = reader(filterType="sql", filterExpression="a > 5 AND b = 'x'")

@@ -15,12 +15,11 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType
 
 from broker_emulator import Emulator
-from connector.client import QueueInfo
 from connector.config import ClientConfig, FilterSpec
 from connector.errors import DataLossError, OptionError
-from connector.read_task import QueueRange, RangePartition, read_partition
+from connector.queues import MessageQueue, OffsetRange, RouteEntry
+from connector.read_task import RangePartition, read_partition
 from connector.schema import ARROW_SCHEMA, SCHEMA, check_user_schema, to_record_batches
-from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from rocketmq_protocol.grpc_v2 import service_pb2_grpc as sg
 from rocketmq_protocol.message_schema import MESSAGE_SCHEMA
 from tests.support.helpers import endpoints_by_broker, send_to_queue, unique_name
@@ -76,19 +75,20 @@ def test_user_schema_check() -> None:
 
 
 # ------------------------------------------------------------------------------------------ read
-def _queue(rocketmq_emulator, topic: str, queue_id: int = 0, broker: str = BROKER) -> QueueInfo:
-    return QueueInfo(topic, broker, queue_id, endpoints_by_broker(rocketmq_emulator)[broker], d.READ_WRITE)
+def _queue(rocketmq_emulator, topic: str, queue_id: int = 0, broker: str = BROKER) -> RouteEntry:
+    return RouteEntry(MessageQueue(topic, broker, queue_id), endpoints_by_broker(rocketmq_emulator)[broker])
 
 
-def _partition(rocketmq_emulator, ranges, **kw) -> RangePartition:
+def _partition(rocketmq_emulator, ranges: list[tuple[RouteEntry, int, int]], **kw) -> RangePartition:
+    """A partition of `(route entry, start, end)` ranges; `pull_protocol` goes into the client config."""
     args = {
-        "config": ClientConfig(rocketmq_emulator.endpoints),
+        "config": ClientConfig(rocketmq_emulator.endpoints, pull_protocol=kw.pop("pull_protocol", "auto")),
         "group": "reader-task-test",
         "filter": FilterSpec(),
-        "ranges": tuple(ranges),
+        "ranges": tuple(OffsetRange(e.queue, start, end) for e, start, end in ranges),
+        "routes": tuple(dict.fromkeys(e for e, _, _ in ranges)),
         "pull_batch_size": 3,
         "pull_timeout_ms": 5000,
-        "pull_protocol": "auto",
         "fail_on_data_loss": True,
     }
     args.update(kw)
@@ -113,9 +113,7 @@ def filled(rocketmq_emulator, topic) -> str:
 
 @pytest.mark.parametrize("protocol", ["bulk", "standard"])
 def test_reads_exactly_the_range_in_bounded_chunks(rocketmq_emulator, filled: str, protocol: str) -> None:
-    p = _partition(
-        rocketmq_emulator, [QueueRange(_queue(rocketmq_emulator, filled), 2, 13)], pull_protocol=protocol
-    )
+    p = _partition(rocketmq_emulator, [(_queue(rocketmq_emulator, filled), 2, 13)], pull_protocol=protocol)
     batches = list(read_partition(p))
     assert all(b.num_rows <= 3 for b in batches)
     assert _offsets(iter(batches)) == list(range(2, 13))
@@ -123,19 +121,15 @@ def test_reads_exactly_the_range_in_bounded_chunks(rocketmq_emulator, filled: st
 
 def test_filtered_gaps_are_not_data_loss_and_the_end_is_exact(rocketmq_emulator, filled: str) -> None:
     q = _queue(rocketmq_emulator, filled)
-    p = _partition(
-        rocketmq_emulator, [QueueRange(q, 1, 17)], filter=FilterSpec("tag", "TagA"), pull_batch_size=2
-    )
+    p = _partition(rocketmq_emulator, [(q, 1, 17)], filter=FilterSpec("tag", "TagA"), pull_batch_size=2)
     assert _offsets(read_partition(p)) == [4, 8, 12, 16]
-    p = _partition(
-        rocketmq_emulator, [QueueRange(q, 1, 16)], filter=FilterSpec("tag", "TagA"), pull_batch_size=50
-    )
+    p = _partition(rocketmq_emulator, [(q, 1, 16)], filter=FilterSpec("tag", "TagA"), pull_batch_size=50)
     assert _offsets(read_partition(p)) == [4, 8, 12]
 
 
 def test_several_ranges_in_order_and_empty_partitions(rocketmq_emulator, filled: str) -> None:
     q = _queue(rocketmq_emulator, filled)
-    p = _partition(rocketmq_emulator, [QueueRange(q, 15, 18), QueueRange(q, 0, 2)])
+    p = _partition(rocketmq_emulator, [(q, 15, 18), (q, 0, 2)])
     assert _offsets(read_partition(p)) == [15, 16, 17, 0, 1]
     assert list(read_partition(InputPartition(None))) == []
     assert pickle.loads(pickle.dumps(p)) == p
@@ -144,8 +138,8 @@ def test_several_ranges_in_order_and_empty_partitions(rocketmq_emulator, filled:
 def test_a_queue_shorter_than_planned_is_data_loss(rocketmq_emulator, filled: str) -> None:
     q = _queue(rocketmq_emulator, filled)
     with pytest.raises(DataLossError, match=r"ends at offset 20 but the planned range is \[18, 25\)"):
-        list(read_partition(_partition(rocketmq_emulator, [QueueRange(q, 18, 25)])))
-    p = _partition(rocketmq_emulator, [QueueRange(q, 18, 25)], fail_on_data_loss=False)
+        list(read_partition(_partition(rocketmq_emulator, [(q, 18, 25)])))
+    p = _partition(rocketmq_emulator, [(q, 18, 25)], fail_on_data_loss=False)
     assert _offsets(read_partition(p)) == [18, 19]
 
 
@@ -157,7 +151,7 @@ def test_retention_gap_fails_or_skips_to_the_earliest_available() -> None:
         with grpc.insecure_channel(q.endpoint) as ch:
             send_to_queue(sg.MessagingServiceStub(ch), topic, 0, 25)
         assert emu.min_max(topic, BROKER, 0) == (15, 25)
-        rng = QueueRange(q, 5, 20)
+        rng = (q, 5, 20)
         with pytest.raises(DataLossError, match=f"queue {topic}/{BROKER}/0: offsets 5..14"):
             list(read_partition(_partition(emu, [rng])))
         assert _offsets(read_partition(_partition(emu, [rng], fail_on_data_loss=False))) == list(

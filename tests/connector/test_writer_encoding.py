@@ -23,32 +23,58 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from connector.clients.grpc_v2_send import (
+    QUEUE_FIELD_SIZE,
+    GrpcEncodedRows,
+    GrpcSendEncoder,
+    encode_request,
+    queue_id_field,
+    timestamp_bytes,
+    varint,
+    varint_size,
+)
 from connector.errors import OptionError, SinkInputError
 from connector.options import parse_writer_options
 from connector.producer import Producer, SendStats, _Request, describe_rows
-from connector.send_encoding import encode_request, queue_id_field, timestamp_bytes, varint, varint_size
-from connector.sink_rows import QUEUE_FIELD_SIZE, EncodedRows, RowEncoder
+from connector.queues import MessageQueue
+from connector.sink_rows import RowChecker
 from connector.sink_schema import check_arrow_schema, check_spark_schema
 from connector.writer import RocketMQBatchWriter, RocketMQCommitMessage, RocketMQStreamWriter
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from rocketmq_protocol.grpc_v2 import service_pb2 as s
 from rocketmq_protocol.hashing import guava_consistent_hash, java_string_hash
+from rocketmq_protocol.send_rules import (
+    MAX_PROPERTIES_BYTES,
+    group_problem,
+    key_problem,
+    properties_size,
+    tag_problem,
+)
 
 NOW_MS = 1_800_000_000_000
 MAP = pa.map_(pa.string(), pa.string())
 TS = pa.timestamp("us", tz="UTC")
 
 
-def encoder(layout: dict[str, str] | None = None, topic: str | None = "T", **kw: object) -> RowEncoder:
-    return RowEncoder(
+class Encoder:
+    """The writer's per-row work: RowChecker's checks, then the gRPC client's encoding."""
+
+    def __init__(self, checker: RowChecker, grpc: GrpcSendEncoder) -> None:
+        self.checker, self.grpc = checker, grpc
+
+    def encode(self, batch: pa.RecordBatch, row_base: int) -> list[GrpcEncodedRows]:
+        return [self.grpc.encode(c) for c in self.checker.check(batch, row_base)]
+
+
+def encoder(layout: dict[str, str] | None = None, topic: str | None = "T", **kw: object) -> Encoder:
+    checker = RowChecker(
         layout or {"body": "body"},
         topic,
-        kw.pop("namespace", ""),  # type: ignore[arg-type]
         kw.pop("max_message_size", 4 * 1024 * 1024),  # type: ignore[arg-type]
         label="partition 7",
-        born_host="10.0.0.9",
         clock_ms=lambda: NOW_MS,
     )
+    return Encoder(checker, GrpcSendEncoder(kw.pop("namespace", ""), born_host="10.0.0.9"))  # type: ignore[arg-type]
 
 
 def batch(**columns: pa.Array) -> pa.RecordBatch:
@@ -59,13 +85,14 @@ def layout_of(b: pa.RecordBatch, topic: str | None = "T") -> dict[str, str]:
     return check_arrow_schema(b.schema, topic)
 
 
-def parse(rows: EncodedRows, queue_id: int = 3) -> list[d.Message]:
+def parse(rows: GrpcEncodedRows, queue_id: int = 3) -> list[d.Message]:
     qf = queue_id_field(queue_id)
     assert len(qf) == QUEUE_FIELD_SIZE
     data = encode_request(
         rows.topic_field, rows.headers, rows.sp_headers, rows.cores, qf, rows.tails, rows.bodies
     )
     assert len(data) == int(rows.sizes.sum())
+    assert rows.payload(slice(0, len(rows)), MessageQueue(rows.topic, "b", queue_id)) == data
     return list(s.SendMessageRequest.FromString(data).messages)
 
 
@@ -154,11 +181,13 @@ def test_large_queue_ids_and_bodies_reencode_their_headers() -> None:
     [rows] = encoder().encode(b, 0)
     req = _Request(route, rows, slice(0, 2), int(rows.sizes.sum()))  # type: ignore[arg-type]
     for qid in (0, 127, 128, 5000):
-        msgs = s.SendMessageRequest.FromString(req.payload(qid)).messages
+        msgs = s.SendMessageRequest.FromString(req.payload(MessageQueue("T", "b", qid))).messages
         assert [m.system_properties.queue_id for m in msgs] == [qid, qid]
         assert [m.body for m in msgs] == [b"x", big]
     sub = req.subset([1])
-    assert [m.body for m in s.SendMessageRequest.FromString(sub.payload(200)).messages] == [big]
+    assert [
+        m.body for m in s.SendMessageRequest.FromString(sub.payload(MessageQueue("T", "b", 200))).messages
+    ] == [big]
 
 
 @settings(max_examples=60, deadline=None)
@@ -242,6 +271,21 @@ BIN = pa.binary()
             "129 properties exceed",
         ),
         ({"properties": pa.array([[("big", "v" * 17000)], []], MAP)}, 100, "exceed the limit of 16384"),
+        # the 16 KiB rule counts tag and keys also in rows without properties, and without the column
+        (
+            {"tags": pa.array(["ok", "t" * 9000]), "keys": pa.array([None, "k" * 8000])},
+            101,
+            "tag, keys and properties of 17000 characters exceed the limit of 16384",
+        ),
+        ({"tags": pa.array(["t" * 16385, "ok"])}, 100, "of 16385 characters exceed the limit of 16384"),
+        (
+            {
+                "keys": pa.array([["a"], ["k" * 9000, "k" * 7400]], pa.list_(pa.string())),
+                "properties": pa.array([[("p", "1")], []], MAP),
+            },
+            101,
+            "of 16400 characters",
+        ),
         ({"messageGroup": pa.array(["g", "x" * 64])}, 101, "is 64 bytes long (the limit is 63)"),
         (
             {"messageGroup": pa.array(["g", None]), "deliveryTimestamp": pa.array([NOW_MS * 1000, None], TS)},
@@ -260,6 +304,81 @@ def test_bad_rows_name_the_row_and_the_problem(columns: dict[str, pa.Array], row
     cols = {"body": pa.array([b"x"] * n, BIN), **columns}
     msg = _bad(batch(**cols))
     assert f"bad row {row} (0-based) of partition 7" in msg and problem in msg, msg
+
+
+@pytest.mark.parametrize(
+    ("tags", "keys", "props"),
+    [
+        ("t" * 16384, None, None),
+        ("t" * 8000, ["k" * 8000, "é" * 384], None),
+        (None, None, [("a", "b" * 16383)]),
+    ],
+)
+def test_the_16_kib_rule_accepts_up_to_the_limit(tags, keys, props) -> None:
+    b = batch(
+        body=pa.array([b"x"], BIN),
+        tags=pa.array([tags], pa.string()),
+        keys=pa.array([keys], pa.list_(pa.string())),
+        properties=pa.array([props], MAP),
+    )
+    assert properties_size(tags, keys or [], props or []) == MAX_PROPERTIES_BYTES
+    [rows] = encoder(layout_of(b)).encode(b, 0)
+    assert len(parse(rows)) == 1
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.one_of(st.none(), st.integers(1, 9000)),
+            st.lists(st.integers(1, 6000), max_size=3),
+            st.lists(st.integers(0, 6000), max_size=2),
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+    st.booleans(),
+)
+def test_the_16_kib_rule_is_send_rules_properties_size(rows: list, with_props_column: bool) -> None:
+    """Column-wise, the writer refuses exactly the rows `send_rules.properties_size` puts over the limit."""
+    tags = [None if t is None else "t" * t for t, _, _ in rows]
+    keys = [[f"{i}" + "k" * (n - 1) for i, n in enumerate(ks)] for _, ks, _ in rows]
+    props = [[(f"p{i}", "v" * n) for i, n in enumerate(ps)] if with_props_column else [] for _, _, ps in rows]
+    cols = {
+        "body": pa.array([b"x"] * len(rows), BIN),
+        "tags": pa.array(tags, pa.string()),
+        "keys": pa.array(keys, pa.list_(pa.string())),
+    }
+    if with_props_column:
+        cols["properties"] = pa.array(props, MAP)
+    b = batch(**cols)
+    over = [
+        i
+        for i, r in enumerate(zip(tags, keys, props, strict=True))
+        if properties_size(*r) > MAX_PROPERTIES_BYTES
+    ]
+    if not over:
+        encoder(layout_of(b)).encode(b, 0)
+        return
+    with pytest.raises(SinkInputError, match=rf"bad row {over[0]} \(0-based\).* characters exceed the limit"):
+        encoder(layout_of(b)).encode(b, 0)
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "rule"),
+    [
+        ("tags", "a|b", tag_problem),
+        ("tags", " ", tag_problem),
+        ("tags", "a\x85b", tag_problem),
+        ("keys", "\t", key_problem),
+        ("messageGroup", "g" * 70, group_problem),
+        ("messageGroup", "\u3000", group_problem),
+    ],
+)
+def test_row_problems_are_the_send_rules_phrases(column: str, value: str, rule) -> None:
+    b = batch(body=pa.array([b"x"], BIN), **{column: pa.array([value])})
+    what = {"tags": "tag", "keys": "key", "messageGroup": "messageGroup"}[column]
+    assert f"{what} {value!r} {rule(value)}" in _bad(b)
 
 
 def test_body_larger_than_max_message_size() -> None:
@@ -451,6 +570,6 @@ def test_commit_message_pickles() -> None:
 
 def test_clock_is_wall_time_by_default() -> None:
     b = batch(body=pa.array([b"x"], BIN))
-    enc = RowEncoder({"body": "body"}, "T", "", 100)
-    [m] = parse(enc.encode(b, 0)[0])
+    [checked] = RowChecker({"body": "body"}, "T", 100).check(b, 0)
+    [m] = parse(GrpcSendEncoder().encode(checked))
     assert abs(m.system_properties.born_timestamp.ToMilliseconds() - time.time() * 1000) < 60_000

@@ -1,4 +1,4 @@
-"""The writer's producer (RowEncoder + Producer) against real emulators, without Spark: FIFO order, delayed
+"""The writer's producer (RowChecker + Producer) against real emulators, without Spark: FIFO order, delayed
 delivery, retries and fault-latency selection under injected faults, and fail-fast rejections."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from broker_emulator import Emulator
 from connector.errors import RocketMQError, SendFailedError
 from connector.options import parse_writer_options
 from connector.producer import Producer, TopicRoute
-from connector.sink_rows import RowEncoder
+from connector.sink_rows import RowChecker
 from tests.support.helpers import unique_name
 from tests.support.writing import bodies, read_topic
 
@@ -25,11 +25,11 @@ def faulty(rocketmq_emulator_factory) -> Emulator:
     return rocketmq_emulator_factory(brokers=2, queues=4)
 
 
-def make(endpoints: str, topic: str, **opts: str) -> tuple[Producer, RowEncoder]:
+def make(endpoints: str, topic: str, **opts: str) -> tuple[Producer, RowChecker]:
     options = parse_writer_options({"endpoints": endpoints, "topic": topic, **opts})
     layout = {"body": "body", "messageGroup": "messageGroup", "deliveryTimestamp": "deliveryTimestamp"}
-    encoder = RowEncoder(layout, topic, "", options.max_message_size, label="test")
-    return Producer(options, label="test"), encoder
+    checker = RowChecker(layout, topic, options.max_message_size, label="test")
+    return Producer(options, label="test"), checker
 
 
 def numbered(start: int, n: int, **extra: pa.Array) -> pa.RecordBatch:
@@ -37,8 +37,8 @@ def numbered(start: int, n: int, **extra: pa.Array) -> pa.RecordBatch:
     return pa.record_batch(list(cols.values()), names=list(cols))
 
 
-def send(producer: Producer, encoder: RowEncoder, batch: pa.RecordBatch, row_base: int = 0) -> None:
-    for rows in encoder.encode(batch, row_base):
+def send(producer: Producer, checker: RowChecker, batch: pa.RecordBatch, row_base: int = 0) -> None:
+    for rows in checker.check(batch, row_base):
         producer.send(rows)
 
 
@@ -244,7 +244,8 @@ def test_server_rejection_fails_fast_with_the_reason(rocketmq_emulator: Emulator
         send(producer, enc, pa.record_batch([big], names=["body"]), 10)
         producer.flush()
     msg = str(e.value)
-    assert "was rejected: MESSAGE_BODY_TOO_LARGE (41301)" in msg and "message #0 (row 11)" in msg, msg
+    # batchBytes (4 MiB) puts the big body in a request of its own: the rejected request is row 11 alone
+    assert "(row 11 of test)" in msg and "was rejected: MESSAGE_BODY_TOO_LARGE (41301)" in msg, msg
     assert time.monotonic() - started < 2
     assert producer.stats.retries == 0
     # the emulator keeps serving

@@ -6,7 +6,7 @@ import subprocess
 import sys
 import textwrap
 
-from connector.client import get_client
+from connector.clients import get_client
 from connector.config import ClientConfig
 
 

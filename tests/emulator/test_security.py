@@ -32,7 +32,8 @@ from rocketmq import (
 from broker_emulator import Emulator
 from broker_emulator.admin import AdminClient, AdminError
 from broker_emulator.core.acl import AclError, Denial, Denied, authenticate, load_acl, parse_acl
-from connector.client import RocketMQClient, close_clients
+from connector.clients import close_clients
+from connector.clients.grpc_v2 import GrpcClient
 from connector.config import ClientConfig
 from connector.errors import RetriesExhaustedError
 from rocketmq_protocol.extension import pb, pb_grpc
@@ -454,9 +455,9 @@ def test_official_client_over_tls(tls_secured: Emulator, certificate) -> None:
 def test_connector_over_tls_and_plaintext_refused(tls_secured: Emulator, certificate) -> None:
     cert_pem, _, _ = certificate
     endpoints = tls_secured.endpoints
-    good = RocketMQClient(ClientConfig(endpoints, "app", secret("app"), tls=True, tls_ca_pem=cert_pem))
-    plain = RocketMQClient(ClientConfig(endpoints, "app", secret("app")))
-    untrusted = RocketMQClient(ClientConfig(endpoints, "app", secret("app"), tls=True))
+    good = GrpcClient(ClientConfig(endpoints, "app", secret("app"), tls=True, tls_ca_pem=cert_pem))
+    plain = GrpcClient(ClientConfig(endpoints, "app", secret("app")))
+    untrusted = GrpcClient(ClientConfig(endpoints, "app", secret("app"), tls=True))
     try:
         route = good.route(TOPIC, timeout_ms=10_000)
         assert len(route) == 4 and good.max_offset(route[0]) >= 0

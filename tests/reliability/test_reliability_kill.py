@@ -28,11 +28,12 @@ from rocketmq import (
 )
 from rocketmq import FilterExpression as OfficialFilter
 
-from connector.client import QueueInfo, close_clients, get_client
+from connector.clients import close_clients, get_client
 from connector.config import ClientConfig
 from connector.options import parse_writer_options
 from connector.producer import Producer as ConnectorProducer
-from connector.sink_rows import RowEncoder
+from connector.queues import MessageQueue, RouteEntry
+from connector.sink_rows import RowChecker
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from rocketmq_protocol.grpc_v2 import service_pb2 as s
 from rocketmq_protocol.grpc_v2 import service_pb2_grpc as sg
@@ -128,12 +129,12 @@ def connector_sender(ledger: Ledger, endpoints: str, stop: threading.Event, seed
         {"endpoints": endpoints, "topic": LOG_TOPIC, "sendMsgTimeoutMs": "1000", "batchSize": "64"}
     )
     producer = ConnectorProducer(options, label="kill-test")
-    encoder = RowEncoder({"body": "body"}, LOG_TOPIC, "", options.max_message_size, label="kill-test")
+    checker = RowChecker({"body": "body"}, LOG_TOPIC, options.max_message_size, label="kill-test")
     try:
         while not stop.is_set():
             bodies = [f"conn-{uuid.uuid4().hex}".encode() for _ in range(rng.randint(1, 200))]
             batch = pa.record_batch([pa.array(bodies, pa.binary())], names=["body"])
-            for rows in encoder.encode(batch, 0):
+            for rows in checker.check(batch, 0):
                 producer.send(rows)
             producer.flush()
             with ledger.lock:
@@ -264,7 +265,7 @@ def verify_offsets(ledger: Ledger, endpoints: str, cycle: int) -> None:
     client = get_client(ClientConfig(endpoints))
     for (broker, q), acked in ledger.committed.items():
         ep = endpoints.split(";")[BROKERS.index(broker)]
-        got = client.get_committed(PULL_GROUP, QueueInfo(LOG_TOPIC, broker, q, ep), 5000)
+        got = client.get_committed(PULL_GROUP, RouteEntry(MessageQueue(LOG_TOPIC, broker, q), ep), 5000)
         assert got is not None and got >= acked, (
             f"cycle {cycle}: {broker}/{q} committed {got} < acked {acked}"
         )

@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from connector.allocation import AVERAGELY, allocate
-from connector.client import close_clients, get_client
+from connector.clients import close_clients, get_client
 from connector.config import ClientConfig
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from rocketmq_protocol.grpc_v2 import service_pb2 as s
@@ -86,12 +86,12 @@ def consumer(
     client = get_client(ClientConfig(endpoints))
     queues = sorted(client.route(TOPIC), key=lambda q: (q.broker, q.queue_id))
     mine = allocate(AVERAGELY, queues, index, CONSUMERS_PER_GROUP)
-    pos = {q.key: 0 for q in mine}
+    pos = {q.queue: 0 for q in mine}
     try:
         while True:
             progressed = False
             for q in mine:
-                r = client.pull(q, pos[q.key], 512, group=group, timeout_ms=30_000, long_polling_ms=200)
+                r = client.pull(q, pos[q.queue], 512, group=group, timeout_ms=30_000, long_polling_ms=200)
                 n = r.table.num_rows
                 if n:
                     progressed = True
@@ -101,11 +101,11 @@ def consumer(
                         tally.pulled[group].extend(
                             (q.broker, q.queue_id, o, i) for o, i in zip(offs, ids, strict=True)
                         )
-                pos[q.key] = r.next_offset
+                pos[q.queue] = r.next_offset
                 if n:
                     client.commit(group, q, r.next_offset, 10_000)
             if stop.is_set() and not progressed:
-                if all(pos[q.key] >= client.max_offset(q) for q in mine):
+                if all(pos[q.queue] >= client.max_offset(q) for q in mine):
                     drained.set()
                     return
     except Exception as e:

@@ -12,7 +12,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql import functions as F
 
 from connector.allocation import allocate_all
-from connector.client import get_client
+from connector.clients import get_client
 from connector.config import ClientConfig
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from rocketmq_protocol.grpc_v2 import service_pb2_grpc as sg

@@ -14,7 +14,7 @@ from typing import Any
 from pyspark.sql import functions as F
 
 from connector.allocation import allocate_all
-from connector.client import get_client
+from connector.clients import get_client
 from connector.config import ClientConfig
 from tests.support.helpers import unique_name
 from tests.support.reading import (
@@ -219,9 +219,11 @@ def test_available_now_stops_at_its_target_while_producers_keep_sending(
     last = json.loads(query.lastProgress["sources"][0]["endOffset"])[topic]
     for q in client.route(topic):
         read = sorted(o for (b, qid, o) in got if (b, qid) == (q.broker, q.queue_id))
-        assert read == list(range(len(read))), f"queue {q.key}: not a prefix"
+        assert read == list(range(len(read))), f"queue {q.queue}: not a prefix"
         assert last[q.broker][str(q.queue_id)] == len(read)
-        assert client.max_offset(q) > len(read), f"queue {q.key}: the producer sent nothing after the target"
+        assert client.max_offset(q) > len(read), (
+            f"queue {q.queue}: the producer sent nothing after the target"
+        )
     assert len(rows) >= 8 * 20
     assert max(p["numInputRows"] for p in query.recentProgress) <= 100
 

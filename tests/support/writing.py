@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from connector.client import PullStatus, get_client
+from connector.clients import PullStatus, get_client
 from connector.config import ClientConfig
 from rocketmq_protocol.message_schema import MESSAGE_SCHEMA
 

@@ -1,9 +1,11 @@
-"""The connector's gRPC client: routes, queue offsets, group offsets and pulls over `apache.rocketmq.v2`.
+"""The gRPC implementation of `RocketMQClient`: `apache.rocketmq.v2` (routes, queue and group offsets, pulls,
+sends) plus the emulator's BulkPull extension.
 
-Pulls use the emulator's BulkPull extension (one Arrow IPC payload per call) when `protocol` allows and
-the endpoint serves it, else the standard PullMessage stream, converted to the same `MESSAGE_SCHEMA` table.
-Clients hold gRPC channels, so they are never pickled: `get_client(config)` creates one lazily per process
-(keyed by the picklable `ClientConfig`) and reuses it across tasks of a reused Python worker.
+Pulls use BulkPull (one Arrow IPC payload per call) when `ClientConfig.pull_protocol` allows and the endpoint
+serves it, else the standard PullMessage stream, converted to the same `MESSAGE_SCHEMA` table. Sends take
+requests `grpc_v2_send` encoded and answer neutral `SendOutcome`s. Every call carries the client's headers
+and, with credentials, the `MQv2-HMAC-SHA1` signature; TLS is optional. This module is the one place that
+maps v2 codes and gRPC statuses to the connector's neutral ones (`PullStatus`, `SendOutcome`, `ErrorKind`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ import uuid
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any, NamedTuple, TypeVar
 
 import grpc
@@ -29,100 +30,95 @@ from rocketmq_protocol.extension import pb, pb_grpc
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from rocketmq_protocol.grpc_v2 import service_pb2 as s
 from rocketmq_protocol.grpc_v2 import service_pb2_grpc
+from rocketmq_protocol.grpc_v2.headers import (
+    CLIENT_ID_HEADER,
+    EXPLICIT_QUEUE_HEADER,
+    LANGUAGE_HEADER,
+    NAMESPACE_HEADER,
+    PROTOCOL_HEADER,
+    REQUEST_ID_HEADER,
+)
 from rocketmq_protocol.hashing import java_string_hash
 from rocketmq_protocol.message_schema import MESSAGE_SCHEMA, ipc_to_table
 from rocketmq_protocol.signature import AUTHORIZATION_HEADER, DATE_TIME_HEADER, authorization, date_time_now
 
-from .config import FILTER_SQL, ClientConfig, FilterSpec
-from .errors import (
-    FORBIDDEN,
-    UNAUTHORIZED,
+from ..config import FILTER_SQL, PULL_AUTO, PULL_BULK, PULL_PROTOCOLS, PULL_STANDARD, ClientConfig, FilterSpec
+from ..errors import (
     ConnectorError,
+    ErrorKind,
     RetriesExhaustedError,
+    RocketMQError,
     UnsupportedEndpointError,
     broker_error,
-    code_name,
 )
-from .offsets import QueueKey, queue_sort_key
+from ..queues import MessageQueue, RouteEntry, queue_sort_key
+from .base import (
+    DEFAULT_TIMEOUT_MS,
+    SEND_OK,
+    PullResult,
+    PullStatus,
+    RocketMQClient,
+    SendOutcome,
+    SendStatus,
+)
+from .grpc_v2_send import GrpcSendEncoder
 
 log = logging.getLogger(__name__)
 
-__all__ = [
-    "ClientConfig",
-    "PullResult",
-    "PullStatus",
-    "QueueInfo",
-    "RocketMQClient",
-    "close_clients",
-    "get_client",
-]
+__all__ = ["EXPLICIT_QUEUE_HEADER", "GrpcClient", "code_name", "messages_to_table", "v2_error"]
 
-PROTOCOL_AUTO, PROTOCOL_BULK, PROTOCOL_STANDARD = "auto", "bulk", "standard"
-DEFAULT_TIMEOUT_MS = 30_000
 MAX_GRPC_MESSAGE_BYTES = 256 * 1024 * 1024
 BACKOFF_INITIAL_S = 0.05
 BACKOFF_MAX_S = 1.0
 # gRPC codes and in-band v2 codes worth another attempt before the call's deadline.
 TRANSIENT_GRPC = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
 TRANSIENT_CODES = frozenset({d.TOO_MANY_REQUESTS, d.INTERNAL_SERVER_ERROR, d.PROXY_TIMEOUT})
+# In-band codes of a failed send worth another attempt (on another broker).
+RETRYABLE_SEND_CODES = frozenset(
+    {
+        d.INTERNAL_SERVER_ERROR,
+        d.INTERNAL_ERROR,
+        d.TOO_MANY_REQUESTS,
+        d.PROXY_TIMEOUT,
+        d.HA_NOT_AVAILABLE,
+        d.MASTER_PERSISTENCE_TIMEOUT,
+        d.SLAVE_PERSISTENCE_TIMEOUT,
+    }
+)
 # gRPC statuses a server may refuse access with (instead of the in-band codes), as those codes.
-ACCESS_GRPC = {grpc.StatusCode.UNAUTHENTICATED: UNAUTHORIZED, grpc.StatusCode.PERMISSION_DENIED: FORBIDDEN}
+ACCESS_GRPC = {
+    grpc.StatusCode.UNAUTHENTICATED: d.UNAUTHORIZED,
+    grpc.StatusCode.PERMISSION_DENIED: d.FORBIDDEN,
+}
+ERROR_KINDS = {
+    d.TOPIC_NOT_FOUND: ErrorKind.TOPIC_NOT_FOUND,
+    d.UNAUTHORIZED: ErrorKind.UNAUTHORIZED,
+    d.FORBIDDEN: ErrorKind.FORBIDDEN,
+}
 READER_RPCS = "PullMessage, GetOffset, UpdateOffset and QueryOffset"
 SEND_MESSAGE_METHOD = "/apache.rocketmq.v2.MessagingService/SendMessage"
 
 R = TypeVar("R")
 
 
-class QueueInfo(NamedTuple):
-    """A message queue from the route, with the endpoint of its (master) broker and its v2 Permission."""
-
-    topic: str
-    broker: str
-    queue_id: int
-    endpoint: str
-    permission: int = d.READ_WRITE
-
-    @property
-    def key(self) -> QueueKey:
-        return QueueKey(self.topic, self.broker, self.queue_id)
-
-    @property
-    def readable(self) -> bool:
-        return self.permission in (d.READ, d.READ_WRITE)
-
-    @property
-    def writable(self) -> bool:
-        return self.permission in (d.WRITE, d.READ_WRITE)
+def code_name(code: int) -> str:
+    """The apache.rocketmq.v2 `Code` name of a number (`CODE_<n>` when unknown)."""
+    try:
+        return d.Code.Name(code)
+    except ValueError:
+        return f"CODE_{code}"
 
 
-class PullStatus(StrEnum):
-    """RocketMQ's PullStatus (reference §4.1) as the client sees it."""
-
-    FOUND = "FOUND"
-    NO_NEW_MSG = "NO_NEW_MSG"  # at the queue's max offset (next_offset == offset)
-    NO_MATCHED_MSG = "NO_MATCHED_MSG"  # scanned entries all filtered out (next_offset past them)
-    OFFSET_ILLEGAL = "OFFSET_ILLEGAL"  # below min / above max offset; next_offset is the corrected one
-
-
-@dataclass(frozen=True)
-class PullResult:
-    """One pull: status, the next offset to ask for, the messages (MESSAGE_SCHEMA) and the protocol used.
-
-    `min_offset`/`max_offset` come with bulk pulls; PullMessage does not report them (None).
-    """
-
-    status: PullStatus
-    next_offset: int
-    min_offset: int | None
-    max_offset: int | None
-    table: pa.Table
-    protocol: str
+def v2_error(code: int, message: str, endpoint: str, rpc: str) -> RocketMQError:
+    """The exception for an in-band v2 error status, with its neutral kind."""
+    return broker_error(ERROR_KINDS.get(code, ErrorKind.OTHER), code, code_name(code), message, endpoint, rpc)
 
 
 class _Stubs(NamedTuple):
     channel: grpc.Channel
     v2: service_pb2_grpc.MessagingServiceStub
     ext: pb_grpc.EmulatorServiceStub
+    send: grpc.UnaryUnaryMultiCallable  # SendMessage taking a serialized request (the writer encodes its own)
 
 
 class _Transient(Exception):
@@ -145,18 +141,19 @@ def _endpoint_of(broker: Any, fallback: str) -> str:
     return f"[{host}]:{port}" if broker.endpoints.scheme == d.IPv6 else f"{host}:{port}"
 
 
-class RocketMQClient:
-    """A thread-safe client of one cluster; obtain it with `get_client(config)` rather than directly."""
+class GrpcClient(RocketMQClient):
+    """A thread-safe v2 client of one cluster; obtain it with `connector.clients.get_client(config)`."""
 
     def __init__(self, config: ClientConfig) -> None:
+        if config.pull_protocol not in PULL_PROTOCOLS:
+            raise ValueError(
+                f"unknown pull protocol {config.pull_protocol!r}; expected {', '.join(PULL_PROTOCOLS)}"
+            )
         self.config = config
         self.client_id = _client_id()
         self._stubs: dict[str, _Stubs] = {}
         self._lock = threading.Lock()
         self._no_bulk: set[str] = set()  # endpoints that answered UNIMPLEMENTED to BulkPull
-
-    def __reduce__(self):
-        raise TypeError("RocketMQClient holds gRPC channels and is not picklable; pickle its ClientConfig")
 
     # ------------------------------------------------------------------ plumbing
     def _channel(self, endpoint: str) -> _Stubs:
@@ -183,6 +180,11 @@ class RocketMQClient:
                     channel,
                     service_pb2_grpc.MessagingServiceStub(channel),
                     pb_grpc.EmulatorServiceStub(channel),
+                    channel.unary_unary(
+                        SEND_MESSAGE_METHOD,
+                        request_serializer=None,
+                        response_deserializer=s.SendMessageResponse.FromString,
+                    ),
                 )
                 self._stubs[endpoint] = stubs
         return stubs
@@ -191,14 +193,14 @@ class RocketMQClient:
         """The headers of one call: client identity, date, request id, namespace and the signature."""
         date_time = date_time_now()
         md = [
-            ("x-mq-client-id", self.client_id),
-            ("x-mq-language", "PYTHON"),
-            ("x-mq-protocol", "v2"),
+            (CLIENT_ID_HEADER, self.client_id),
+            (LANGUAGE_HEADER, "PYTHON"),
+            (PROTOCOL_HEADER, "v2"),
             (DATE_TIME_HEADER, date_time),
-            ("x-mq-request-id", str(uuid.uuid4())),
+            (REQUEST_ID_HEADER, str(uuid.uuid4())),
         ]
         if self.config.namespace:
-            md.append(("x-mq-namespace", self.config.namespace))
+            md.append((NAMESPACE_HEADER, self.config.namespace))
         if self.config.access_key is not None and self.config.secret_key is not None:
             md.append(
                 (
@@ -250,7 +252,7 @@ class RocketMQClient:
                     if code == grpc.StatusCode.UNIMPLEMENTED and on_unimplemented is not None:
                         raise on_unimplemented(endpoint) from None
                     if code in ACCESS_GRPC:
-                        raise broker_error(ACCESS_GRPC[code], details, endpoint, rpc) from None
+                        raise v2_error(ACCESS_GRPC[code], details, endpoint, rpc) from None
                     if code not in TRANSIENT_GRPC:
                         raise ConnectorError(
                             f"{rpc} on {endpoint} failed: gRPC {code.name}: {details}"
@@ -290,15 +292,6 @@ class RocketMQClient:
 
         return make
 
-    def send_message_raw(self, endpoint: str) -> grpc.UnaryUnaryMultiCallable:
-        """SendMessage on `endpoint` taking an already serialized SendMessageRequest (bytes), answering a parsed
-        SendMessageResponse: the writer encodes its requests itself (`connector.send_encoding`)."""
-        return self._channel(endpoint).channel.unary_unary(
-            SEND_MESSAGE_METHOD,
-            request_serializer=None,
-            response_deserializer=s.SendMessageResponse.FromString,
-        )
-
     def _resource(self, name: str) -> d.Resource:
         return d.Resource(name=name, resource_namespace=self.config.namespace)
 
@@ -306,12 +299,13 @@ class RocketMQClient:
         """The stored name of a resource: `namespace%name` with a namespace (the extension takes it raw)."""
         return f"{self.config.namespace}%{name}" if self.config.namespace else name
 
-    def _queue(self, queue: QueueInfo) -> d.MessageQueue:
+    def _queue(self, entry: RouteEntry) -> d.MessageQueue:
+        q = entry.queue
         return d.MessageQueue(
-            topic=self._resource(queue.topic), id=queue.queue_id, broker=d.Broker(name=queue.broker, id=0)
+            topic=self._resource(q.topic), id=q.queue_id, broker=d.Broker(name=q.broker, id=0)
         )
 
-    def _unary(self, queue: QueueInfo, rpc: str, request: Any, timeout_ms: int) -> Any:
+    def _unary(self, queue: RouteEntry, rpc: str, request: Any, timeout_ms: int) -> Any:
         """One unary v2 call on the queue's broker; the response once its status is OK (else RocketMQError),
         except OFFSET_NOT_FOUND, which GetOffset's caller handles."""
 
@@ -328,11 +322,11 @@ class RocketMQClient:
             on_unimplemented=self._unsupported(rpc),
         )
         if resp.status.code not in (d.OK, d.OFFSET_NOT_FOUND):
-            raise broker_error(resp.status.code, resp.status.message, endpoint, rpc)
+            raise v2_error(resp.status.code, resp.status.message, endpoint, rpc)
         return resp
 
     # ------------------------------------------------------------------ route
-    def route(self, topic: str, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> list[QueueInfo]:
+    def route(self, topic: str, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> list[RouteEntry]:
         """Every master queue of `topic` in queue order (QueryRoute on the configured endpoints in turn)."""
 
         def attempt(stubs: _Stubs, timeout: float, md: list[tuple[str, str]]) -> s.QueryRouteResponse:
@@ -343,42 +337,53 @@ class RocketMQClient:
 
         resp, endpoint = self._invoke(self.config.endpoint_list, "QueryRoute", attempt, timeout_ms)
         if resp.status.code != d.OK:
-            raise broker_error(resp.status.code, resp.status.message, endpoint, f"QueryRoute({topic})")
-        queues: dict[QueueKey, QueueInfo] = {}
+            raise v2_error(resp.status.code, resp.status.message, endpoint, f"QueryRoute({topic})")
+        queues: dict[MessageQueue, RouteEntry] = {}
         for mq in resp.message_queues:
             if mq.broker.id != 0:
                 continue
-            info = QueueInfo(topic, mq.broker.name, mq.id, _endpoint_of(mq.broker, endpoint), mq.permission)
-            queues[info.key] = info
+            q = MessageQueue(topic, mq.broker.name, mq.id)
+            queues[q] = RouteEntry(
+                q,
+                _endpoint_of(mq.broker, endpoint),
+                readable=mq.permission in (d.READ, d.READ_WRITE),
+                writable=mq.permission in (d.WRITE, d.READ_WRITE),
+            )
         return [queues[k] for k in sorted(queues, key=queue_sort_key)]
 
     # ------------------------------------------------------------------ queue offsets
-    def _query_offset(self, queue: QueueInfo, policy: int, timeout_ms: int, ts_ms: int | None = None) -> int:
+    def _query_offset(self, queue: RouteEntry, policy: int, timeout_ms: int, ts_ms: int | None = None) -> int:
         req = s.QueryOffsetRequest(message_queue=self._queue(queue), query_offset_policy=policy)
         if ts_ms is not None:
             req.timestamp.FromMilliseconds(ts_ms)
         return self._unary(queue, "QueryOffset", req, timeout_ms).offset
 
-    def min_offset(self, queue: QueueInfo, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> int:
+    def min_offset(self, queue: RouteEntry, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> int:
         """The queue's earliest available offset (QueryOffset BEGINNING)."""
         return self._query_offset(queue, d.BEGINNING, timeout_ms)
 
-    def max_offset(self, queue: QueueInfo, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> int:
+    def max_offset(self, queue: RouteEntry, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> int:
         """The queue's next offset to be written (QueryOffset END)."""
         return self._query_offset(queue, d.END, timeout_ms)
 
-    def offset_for_timestamp(self, queue: QueueInfo, ts_ms: int, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> int:
+    def offset_for_timestamp(
+        self, queue: RouteEntry, ts_ms: int, timeout_ms: int = DEFAULT_TIMEOUT_MS
+    ) -> int:
         """The first offset stored at or after `ts_ms` (the max offset when none is; QueryOffset TIMESTAMP)."""
         return self._query_offset(queue, d.TIMESTAMP, timeout_ms, ts_ms)
 
     # ------------------------------------------------------------------ group offsets
-    def get_committed(self, group: str, queue: QueueInfo, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> int | None:
+    def get_committed(
+        self, group: str, queue: RouteEntry, timeout_ms: int = DEFAULT_TIMEOUT_MS
+    ) -> int | None:
         """The group's committed offset of the queue (GetOffset); None when it has none."""
         req = s.GetOffsetRequest(group=self._resource(group), message_queue=self._queue(queue))
         resp = self._unary(queue, "GetOffset", req, timeout_ms)
         return None if resp.status.code == d.OFFSET_NOT_FOUND else resp.offset
 
-    def commit(self, group: str, queue: QueueInfo, offset: int, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> None:
+    def commit(
+        self, group: str, queue: RouteEntry, offset: int, timeout_ms: int = DEFAULT_TIMEOUT_MS
+    ) -> None:
         """Stores `offset` (the next one to consume) as the group's offset of the queue (UpdateOffset)."""
         req = s.UpdateOffsetRequest(
             group=self._resource(group), message_queue=self._queue(queue), offset=offset
@@ -388,34 +393,34 @@ class RocketMQClient:
     # ------------------------------------------------------------------ pull
     def pull(
         self,
-        queue: QueueInfo,
+        queue: RouteEntry,
         offset: int,
         max_messages: int,
         *,
         group: str,
         filter: FilterSpec | None = None,
         timeout_ms: int = DEFAULT_TIMEOUT_MS,
-        protocol: str = PROTOCOL_AUTO,
         long_polling_ms: int = 0,
         max_bytes: int = 0,
+        protocol: str | None = None,
     ) -> PullResult:
         """Up to `max_messages` from `offset` of `queue`, as a MESSAGE_SCHEMA table.
 
-        `protocol`: `bulk` (BulkPull only), `standard` (PullMessage only) or `auto` (BulkPull unless the
-        endpoint answered UNIMPLEMENTED to it before). Transient errors are retried within `timeout_ms`.
+        `protocol` (default: `ClientConfig.pull_protocol`): `bulk` (BulkPull only), `standard` (PullMessage
+        only) or `auto` (BulkPull unless the endpoint answered UNIMPLEMENTED to it before). Transient errors
+        are retried within `timeout_ms`.
         """
-        if protocol not in (PROTOCOL_AUTO, PROTOCOL_BULK, PROTOCOL_STANDARD):
-            raise ValueError(f"unknown pull protocol {protocol!r}; expected auto, bulk or standard")
-        use_bulk = protocol == PROTOCOL_BULK or (
-            protocol == PROTOCOL_AUTO and queue.endpoint not in self._no_bulk
-        )
+        protocol = protocol or self.config.pull_protocol
+        if protocol not in PULL_PROTOCOLS:
+            raise ValueError(f"unknown pull protocol {protocol!r}; expected {', '.join(PULL_PROTOCOLS)}")
+        use_bulk = protocol == PULL_BULK or (protocol == PULL_AUTO and queue.endpoint not in self._no_bulk)
         if use_bulk:
             try:
                 return self._bulk_pull(
                     queue, offset, max_messages, group, filter, timeout_ms, long_polling_ms, max_bytes
                 )
             except _BulkUnimplemented:
-                if protocol == PROTOCOL_BULK:
+                if protocol == PULL_BULK:
                     raise UnsupportedEndpointError(
                         f"endpoint {queue.endpoint} does not serve the bulk-pull extension "
                         "(rocketmq_emulator.v1.EmulatorService/BulkPull answered UNIMPLEMENTED); "
@@ -427,7 +432,7 @@ class RocketMQClient:
 
     def _bulk_pull(
         self,
-        queue: QueueInfo,
+        queue: RouteEntry,
         offset: int,
         max_messages: int,
         group: str,
@@ -438,8 +443,8 @@ class RocketMQClient:
     ) -> PullResult:
         req = pb.BulkPullRequest(
             group=self._wrapped(group),
-            topic=self._wrapped(queue.topic),
-            queue_id=queue.queue_id,
+            topic=self._wrapped(queue.queue.topic),
+            queue_id=queue.queue.queue_id,
             offset=offset,
             max_messages=max_messages,
             max_bytes=max_bytes,
@@ -466,11 +471,11 @@ class RocketMQClient:
         )
         status = _pull_status(resp.code, resp.message, offset, resp.next_offset, endpoint, "BulkPull")
         table = ipc_to_table(resp.arrow_ipc) if resp.arrow_ipc else MESSAGE_SCHEMA.empty_table()
-        return PullResult(status, resp.next_offset, resp.min_offset, resp.max_offset, table, PROTOCOL_BULK)
+        return PullResult(status, resp.next_offset, resp.min_offset, resp.max_offset, table, PULL_BULK)
 
     def _standard_pull(
         self,
-        queue: QueueInfo,
+        queue: RouteEntry,
         offset: int,
         max_messages: int,
         group: str,
@@ -526,7 +531,20 @@ class RocketMQClient:
             )
         status = _pull_status(code, message, offset, next_offset or 0, endpoint, "PullMessage")
         return PullResult(
-            status, next_offset or 0, None, None, messages_to_table(frames.messages), PROTOCOL_STANDARD
+            status, next_offset or 0, None, None, messages_to_table(frames.messages), PULL_STANDARD
+        )
+
+    # ------------------------------------------------------------------ send
+    def send_encoder(self) -> GrpcSendEncoder:
+        return GrpcSendEncoder(self.config.namespace)
+
+    def send_async(self, endpoint: str, payload: bytes, count: int, timeout_s: float) -> _SendCall:
+        """SendMessage of a request `GrpcSendEncoder` encoded, with the explicit-queue header (each message
+        names its queue)."""
+        metadata = self.metadata()
+        metadata.append((EXPLICIT_QUEUE_HEADER, "true"))
+        return _SendCall(
+            self._channel(endpoint).send.future(payload, timeout=timeout_s, metadata=metadata), count
         )
 
     # ------------------------------------------------------------------ lifecycle
@@ -535,6 +553,61 @@ class RocketMQClient:
             stubs, self._stubs = list(self._stubs.values()), {}
         for st in stubs:
             st.channel.close()
+
+
+class _SendCall:
+    """A SendMessage in flight (`connector.clients.base.SendFuture`)."""
+
+    __slots__ = ("_call", "_count")
+
+    def __init__(self, call: grpc.Future, count: int) -> None:
+        self._call = call
+        self._count = count
+
+    def add_done_callback(self, fn: Callable[[], None]) -> None:
+        self._call.add_done_callback(lambda _call: fn())
+
+    def cancel(self) -> bool:
+        return self._call.cancel()
+
+    def outcome(self) -> SendOutcome | None:
+        try:
+            resp = self._call.result()
+        except grpc.FutureCancelledError:
+            return None
+        except grpc.RpcError as e:
+            code = e.code()  # type: ignore[attr-defined]
+            reason = f"gRPC {code.name}: {e.details()}"  # type: ignore[attr-defined]
+            status = SendStatus.RETRYABLE if code in TRANSIENT_GRPC else SendStatus.REJECTED
+            return SendOutcome(status, reason, code.name)
+        return send_outcome(resp, self._count)
+
+
+def _entry_outcome(status: Any) -> SendOutcome:
+    code = status.code
+    if code == d.OK:
+        return SEND_OK
+    kind = SendStatus.RETRYABLE if code in RETRYABLE_SEND_CODES else SendStatus.REJECTED
+    name = code_name(code)
+    return SendOutcome(kind, f"{name} ({code}): {status.message}", name)
+
+
+def send_outcome(resp: s.SendMessageResponse, count: int) -> SendOutcome:
+    """A SendMessageResponse of a request of `count` messages as a neutral outcome: OK; PARTIAL (v2
+    MULTIPLE_RESULTS, one entry per message); RETRYABLE (TOO_MANY_REQUESTS with a backoff); REJECTED. A
+    failure keeps the per-message entries when the response has one per message."""
+    code = resp.status.code
+    if code == d.OK:
+        return SEND_OK
+    entries = resp.entries
+    messages = tuple(_entry_outcome(e.status) for e in entries) if len(entries) == count else None
+    if code == d.MULTIPLE_RESULTS and messages is not None:
+        return SendOutcome(SendStatus.PARTIAL, messages=messages)
+    name = code_name(code)
+    reason = f"{name} ({code}): {resp.status.message}"
+    if code in RETRYABLE_SEND_CODES:
+        return SendOutcome(SendStatus.RETRYABLE, reason, name, backoff=code == d.TOO_MANY_REQUESTS)
+    return SendOutcome(SendStatus.REJECTED, reason, name, messages=messages)
 
 
 class _BulkUnimplemented(Exception):
@@ -563,7 +636,7 @@ def _pull_status(
         return PullStatus.NO_MATCHED_MSG if next_offset > offset else PullStatus.NO_NEW_MSG
     if code == d.ILLEGAL_OFFSET:
         return PullStatus.OFFSET_ILLEGAL
-    raise broker_error(code, message, endpoint, rpc)
+    raise v2_error(code, message, endpoint, rpc)
 
 
 def _body(m: d.Message) -> bytes:
@@ -598,31 +671,3 @@ def messages_to_table(messages: Sequence[d.Message]) -> pa.Table:
         cols["message_type"].append(sp.message_type)
         cols["tag_code"].append(java_string_hash(tag) if tag else 0)
     return pa.Table.from_pydict(cols, schema=MESSAGE_SCHEMA)
-
-
-# ------------------------------------------------------------------------------------------ per-process cache
-_clients: dict[ClientConfig, RocketMQClient] = {}
-_clients_pid = os.getpid()
-_clients_lock = threading.Lock()
-
-
-def get_client(config: ClientConfig) -> RocketMQClient:
-    """The process's client for `config`, created on first use (a forked child gets fresh ones)."""
-    global _clients_pid
-    with _clients_lock:
-        if _clients_pid != os.getpid():
-            _clients.clear()  # channels inherited over fork are unusable; drop them without closing
-            _clients_pid = os.getpid()
-        client = _clients.get(config)
-        if client is None:
-            client = _clients[config] = RocketMQClient(config)
-        return client
-
-
-def close_clients() -> None:
-    """Closes and forgets every cached client of this process (tests, shutdown)."""
-    with _clients_lock:
-        clients = list(_clients.values())
-        _clients.clear()
-    for c in clients:
-        c.close()
