@@ -32,7 +32,9 @@ def _cluster(version: str, tmp_path_factory: pytest.TempPathFactory, **kwargs) -
         _unavailable(str(e))
     took = time.monotonic() - t0
     if dist.fetched_now:
-        rc.evidence(f"RocketMQ {version}: Maven fetch {dist.fetch_seconds:.1f} s (cold, into {rc.cache_root()})")
+        rc.evidence(
+            f"RocketMQ {version}: Maven fetch {dist.fetch_seconds:.1f} s (cold, into {rc.cache_root()})"
+        )
     else:
         rc.evidence(
             f"RocketMQ {version}: reused the cache ({took:.1f} s; its fetch took {dist.fetch_seconds:.1f} s)"
@@ -80,4 +82,3 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
         terminalreporter.section("real RocketMQ")
         for line in lines:
             terminalreporter.write_line(line)
-

@@ -57,7 +57,12 @@ JDK17_FLAGS = [
     "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED",
     "--add-exports=java.base/jdk.internal.ref=ALL-UNNAMED",
 ]
-COMMON_JVM_FLAGS = ["-XX:+UseSerialGC", "-XX:-OmitStackTraceInFastThrow", "-Xss512k", "-Djava.net.preferIPv4Stack=true"]
+COMMON_JVM_FLAGS = [
+    "-XX:+UseSerialGC",
+    "-XX:-OmitStackTraceInFastThrow",
+    "-Xss512k",
+    "-Djava.net.preferIPv4Stack=true",
+]
 HEAP = {
     "namesrv": ["-Xms64m", "-Xmx256m"],
     "broker": ["-Xms256m", "-Xmx768m", "-XX:MaxDirectMemorySize=512m"],
@@ -302,6 +307,16 @@ def broker_registered(namesrv: str, broker_addr: str) -> bool:
     return head.get("code") == 0 and f'"{broker_addr}"' in body.decode("utf-8", "replace")
 
 
+def topic_status_total(out: str) -> int:
+    """Sum of (max offset - min offset) over the rows of `mqadmin topicStatus`."""
+    total = 0
+    for line in out.splitlines():
+        cols = line.split()
+        if len(cols) >= 5 and cols[1].isdigit() and cols[2].isdigit() and cols[3].isdigit():
+            total += int(cols[3]) - int(cols[2])
+    return total
+
+
 # ----------------------------------------------------------------------------------------------- processes
 @dataclass
 class JavaProcess:
@@ -316,8 +331,9 @@ class JavaProcess:
     def alive(self) -> bool:
         return self.popen.poll() is None
 
-    def stop(self, grace: float = 10.0) -> None:
-        """SIGTERM (RocketMQ's shutdown hooks flush), then SIGKILL after `grace` seconds; by pid only."""
+    def stop(self, grace: float = 3.0) -> None:
+        """SIGTERM (RocketMQ's shutdown hooks run), then SIGKILL after `grace` seconds; by pid only. A test
+        cluster's data is thrown away, so its hooks (which take 20 s and more) are not waited for."""
         if self.popen.poll() is not None:
             return
         with contextlib.suppress(ProcessLookupError):
@@ -615,7 +631,9 @@ class Cluster:
                 check=False,
             )
             if r.returncode != 0:
-                raise RuntimeError(f"javac of the drivers failed against RocketMQ {self.dist.version}:\n{r.stderr}")
+                raise RuntimeError(
+                    f"javac of the drivers failed against RocketMQ {self.dist.version}:\n{r.stderr}"
+                )
             self._drivers = out
         return self._drivers
 
@@ -636,10 +654,19 @@ class Cluster:
         env = {**os.environ, "ROCKETMQ_HOME": str(self.home), "NAMESRV_ADDR": self.namesrv}
         try:
             r = subprocess.run(
-                cmd, input=stdin, capture_output=True, text=True, timeout=timeout, env=env, cwd=user_home, check=False
+                cmd,
+                input=stdin,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                env=env,
+                cwd=user_home,
+                check=False,
             )
         except subprocess.TimeoutExpired as e:
-            raise RuntimeError(f"{main} {' '.join(args)} timed out after {timeout} s; stderr:\n{e.stderr}") from None
+            raise RuntimeError(
+                f"{main} {' '.join(args)} timed out after {timeout} s; stderr:\n{e.stderr}"
+            ) from None
         if r.returncode != 0:
             raise RuntimeError(f"{main} {' '.join(args)} exited {r.returncode}; stderr:\n{r.stderr[-4000:]}")
         return r.stdout
@@ -669,7 +696,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = p.parse_args(argv)
 
     if a.cmd == "versions":
-        print(json.dumps({"rocketmq5": ROCKETMQ5_VERSION, "rocketmq4": ROCKETMQ4_VERSION, "cache": str(cache_root())}))
+        print(
+            json.dumps(
+                {"rocketmq5": ROCKETMQ5_VERSION, "rocketmq4": ROCKETMQ4_VERSION, "cache": str(cache_root())}
+            )
+        )
         return 0
     if a.cmd == "fetch":
         for v in a.version or [ROCKETMQ5_VERSION, ROCKETMQ4_VERSION]:

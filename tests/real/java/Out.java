@@ -29,7 +29,8 @@ final class Out {
     static Map<String, Object> message(MessageExt m) {
         Map<String, String> user = new TreeMap<>();
         for (Map.Entry<String, String> e : m.getProperties().entrySet()) {
-            if (!MessageConst.STRING_HASH_SET.contains(e.getKey())) {
+            // __SHARDINGKEY (the message group) is a system property the 5.x set does not list.
+            if (!MessageConst.STRING_HASH_SET.contains(e.getKey()) && !e.getKey().equals("__SHARDINGKEY")) {
                 user.put(e.getKey(), e.getValue());
             }
         }
