@@ -82,3 +82,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
         terminalreporter.section("real RocketMQ")
         for line in lines:
             terminalreporter.write_line(line)
+    if rc.TABLE:
+        terminalreporter.section(
+            "differential table (protocol | scenario | observation | emulator | real | verdict)"
+        )
+        for line in rc.TABLE:
+            terminalreporter.write_line(line)

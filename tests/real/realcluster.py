@@ -75,6 +75,7 @@ HEAP = {
 # Figures the tests measured (fetch and start times, throughput, the differential table): the
 # realbroker conftest prints them in pytest's terminal summary.
 EVIDENCE: list[str] = []
+TABLE: list[str] = []  # the differential table: protocol | scenario | observation | emulator | real | verdict
 
 
 def evidence(line: str) -> None:
@@ -260,7 +261,9 @@ def port_open(port: int, host: str = "127.0.0.1") -> bool:
         return s.connect_ex((host, port)) == 0
 
 
-def remoting_call(addr: str, code: int, ext: dict | None = None, timeout: float = 5.0) -> tuple[dict, bytes]:
+def remoting_call(
+    addr: str, code: int, ext: dict | None = None, body: bytes = b"", timeout: float = 5.0
+) -> tuple[dict, bytes]:
     """One remoting request (JSON header) to a name server or broker: (response header, body)."""
     host, port = addr.rsplit(":", 1)
     header = json.dumps(
@@ -274,7 +277,7 @@ def remoting_call(addr: str, code: int, ext: dict | None = None, timeout: float 
             "extFields": ext or {},
         }
     ).encode()
-    frame = struct.pack(">ii", 4 + len(header), len(header)) + header
+    frame = struct.pack(">ii", 4 + len(header) + len(body), len(header)) + header + body
     with socket.create_connection((host, int(port)), timeout=timeout) as s:
         s.sendall(frame)
 
@@ -296,7 +299,11 @@ def remoting_call(addr: str, code: int, ext: dict | None = None, timeout: float 
     return json.loads(data[4 : 4 + hlen]), data[4 + hlen :]
 
 
+# Remoting request codes (org.apache.rocketmq.remoting.protocol.RequestCode).
+UPDATE_AND_CREATE_TOPIC = 17
+GET_ROUTEINFO_BY_TOPIC = 105
 GET_BROKER_CLUSTER_INFO = 106
+UPDATE_AND_CREATE_SUBSCRIPTIONGROUP = 200
 
 
 def broker_registered(namesrv: str, broker_addr: str) -> bool:
@@ -615,6 +622,54 @@ class Cluster:
         out = self.mqadmin(*cmd)
         if "success" not in out.lower():
             raise RuntimeError(f"mqadmin {' '.join(cmd)} did not succeed:\n{out}")
+
+    def update_topic(
+        self, name: str, queues: int = 8, message_type: str | None = None, timeout: float = 30
+    ) -> None:
+        """What `mqadmin updateTopic` sends (UPDATE_AND_CREATE_TOPIC to the broker), without a JVM start,
+        then waits until the name server routes the topic. For tests creating many topics."""
+        ext = {
+            "topic": name,
+            "defaultTopic": "TBW102",
+            "readQueueNums": str(queues),
+            "writeQueueNums": str(queues),
+            "perm": "6",
+            "topicFilterType": "SINGLE_TAG",
+            "topicSysFlag": "0",
+            "order": "false",
+        }
+        if message_type and self.dist.major >= 5:
+            ext["attributes"] = f"+message.type={message_type}"
+        head, _ = remoting_call(self.broker_addr, UPDATE_AND_CREATE_TOPIC, ext, timeout=10)
+        if head.get("code") != 0:
+            raise RuntimeError(f"UPDATE_AND_CREATE_TOPIC {name}: {head.get('code')} {head.get('remark')}")
+        deadline = time.monotonic() + timeout
+        while remoting_call(self.namesrv, GET_ROUTEINFO_BY_TOPIC, {"topic": name})[0].get("code") != 0:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the name server has no route for {name} after {timeout} s")
+            time.sleep(0.1)
+
+    def update_group(self, group: str, retry_max_times: int = 16, orderly: bool = False) -> None:
+        """What `mqadmin updateSubGroup` sends (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP to the broker)."""
+        config = {
+            "groupName": group,
+            "consumeEnable": True,
+            "consumeFromMinEnable": True,
+            "consumeBroadcastEnable": True,
+            "consumeMessageOrderly": orderly,
+            "retryQueueNums": 1,
+            "retryMaxTimes": retry_max_times,
+            "brokerId": 0,
+            "whichBrokerWhenConsumeSlowly": 1,
+            "notifyConsumerIdsChangedEnable": True,
+        }
+        head, _ = remoting_call(
+            self.broker_addr, UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {}, json.dumps(config).encode(), timeout=10
+        )
+        if head.get("code") != 0:
+            raise RuntimeError(
+                f"UPDATE_AND_CREATE_SUBSCRIPTIONGROUP {group}: {head.get('code')} {head.get('remark')}"
+            )
 
     # -- Java drivers
     def drivers_dir(self) -> Path:
