@@ -725,9 +725,9 @@ def transactions(c: V2Client) -> dict:
     b = c.send(message(t, b"roll-me-back", mtype=d.TRANSACTION))
     invisible = k.receive(g, mq, batch=8, long_poll_s=5)["messages"]
     ea, eb = a.entries[0], b.entries[0]
-    commit = c.end_transaction(t, ea.message_id, ea.transaction_id, d.COMMIT, d.CLIENT)
-    rollback = c.end_transaction(t, eb.message_id, eb.transaction_id, d.ROLLBACK, d.CLIENT)
-    blank = c.end_transaction(t, ea.message_id, "", d.COMMIT, d.CLIENT)
+    commit = c.end_transaction(t, ea.message_id, ea.transaction_id, d.COMMIT, d.SOURCE_CLIENT)
+    rollback = c.end_transaction(t, eb.message_id, eb.transaction_id, d.ROLLBACK, d.SOURCE_CLIENT)
+    blank = c.end_transaction(t, ea.message_id, "", d.COMMIT, d.SOURCE_CLIENT)
     got = []
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
@@ -774,7 +774,7 @@ def transaction_check_back(c: V2Client) -> dict:
         "message_type": d.MessageType.Name(rc.message.system_properties.message_type),
     }
     out["asked_within_30s"] = asked_after < 30
-    end = c.end_transaction(t, e.message_id, rc.transaction_id, d.COMMIT, d.SERVER_CHECK)
+    end = c.end_transaction(t, e.message_id, rc.transaction_id, d.COMMIT, d.SOURCE_SERVER_CHECK)
     out["commit"] = code_name(end.status.code)
     got = []
     deadline = time.monotonic() + 20
