@@ -624,10 +624,12 @@ def retry_then_dlq(c: V2Client) -> dict:
         if len(attempts) == 2:
             break
     # After the second delivery expires the message goes to the DLQ; a third receive finds nothing.
-    time.sleep(12)
+    time.sleep(10)
     third = k.receive(g, mq, batch=1, long_poll_s=5)
     dlq = f"%DLQ%{g}"
-    route = c.route(dlq)
+    deadline = time.monotonic() + 30
+    while (route := c.route(dlq)).status.code != d.OK and time.monotonic() < deadline:
+        time.sleep(1)
     dlq_msgs = []
     dlq_shape = None
     if route.status.code == d.OK:
