@@ -342,7 +342,10 @@ class PopService:
             return
         row = r.table.slice(0, 1)
         if inf.reconsume_times + 1 >= self.max_attempts(inf.group):
-            self._dead_letter(inf.group, inf.topic, row, inf.message_id, reconsume=inf.reconsume_times + 1)
+            # Apache RocketMQ 5 revives it into the retry topic once more (reconsume + 1); the proxy then pops
+            # it, finds it past the maximum and sends it back to the DLQ (reconsume + 2): a DLQ consumer sees
+            # delivery_attempt = max attempts + 2.
+            self._dead_letter(inf.group, inf.topic, row, inf.message_id, reconsume=inf.reconsume_times + 2)
             self._remove(key)
             return
         retry = retry_topic(inf.group, inf.topic)
