@@ -890,7 +890,68 @@ def pull_rpcs(c: V2Client) -> dict:
 # ----------------------------------------------------------------------------------------------- deviations
 # Known, deliberate differences: {protocol: {scenario: {observation path: (emulator, real, reason)}}}.
 # An observation path is the dotted key into the scenario's result. docs/deviations.md renders the same.
-DEVIATIONS: dict[str, dict[str, dict[str, tuple[Any, Any, str]]]] = {"grpc": {}}
+_UNIMPLEMENTED = (
+    "served",
+    "grpc:UNIMPLEMENTED",
+    "Apache's proxy does not implement the v2 pull RPCs (apache/rocketmq issue 10434); the emulator serves "
+    "them because the connector's reader needs them",
+)
+DEVIATIONS: dict[str, dict[str, dict[str, tuple[Any, Any, str]]]] = {
+    "grpc": {
+        "send_ok": {
+            "transaction_id": (
+                False,
+                True,
+                "the proxy copies the broker's SendResult.transactionId, which is the message id for every "
+                "message; the emulator sets transaction_id only for TRANSACTION messages, the only ones whose "
+                "clients read it (EndTransaction)",
+            ),
+        },
+        "send_validation": {
+            "batch_of_two.entries": (
+                ["OK", "OK"],
+                ["OK"],
+                "the proxy stores a multi-message request as one MessageBatch and reports one entry (ids joined "
+                "by commas, the first offset); the emulator reports one entry per message with its own offset. "
+                "Clients that also talk to the proxy read only the top-level status, as the connector does",
+            ),
+            "unknown_topic.status": (
+                "TOPIC_NOT_FOUND",
+                "MESSAGE_PROPERTY_CONFLICT_WITH_TYPE",
+                "the 5.5 proxy compares the message type with the topic's message.type before it looks up the "
+                "route, and an unknown topic has no type; the emulator answers TOPIC_NOT_FOUND, as QueryRoute "
+                "does for the same topic, so an error names the actual problem",
+            ),
+        },
+        "receive_before_settings": {
+            "frames": (
+                ["status:OK", "message", "delivery_timestamp"],
+                ["status:INTERNAL_SERVER_ERROR", "delivery_timestamp"],
+                "the proxy fails with a NullPointerException when a client receives before its Telemetry "
+                "settings arrived (apache/rocketmq issue 5728); the emulator serves the receive",
+            ),
+        },
+        "heartbeat_and_settings": {
+            "heartbeat_before_settings": (
+                "OK",
+                "UNRECOGNIZED_CLIENT_TYPE",
+                "the emulator registers a client from its heartbeat alone (the admin 'groups' verb lists it); "
+                "the official clients send their settings first and never see the difference",
+            ),
+        },
+        "transactions": {
+            "shape.user_properties": (
+                [],
+                ["TRANSACTION_CHECK_TIMES", "__transactionId__"],
+                "the real broker leaves its transaction bookkeeping properties on a committed message and the "
+                "proxy passes them on as user properties; the emulator adds no internal properties",
+            ),
+        },
+        "pull_rpcs": {
+            rpc: _UNIMPLEMENTED for rpc in ("GetOffset", "PullMessage", "QueryOffset", "UpdateOffset")
+        },
+    }
+}
 
 
 def flatten(obs: Any, prefix: str = "") -> dict[str, Any]:
