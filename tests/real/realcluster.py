@@ -122,8 +122,8 @@ class Dist:
 
     version: str
     lib: Path
-    fetch_seconds: float  # of the fetch that filled the cache (0 when it was reused... see `fetched_now`)
-    fetched_now: bool
+    fetch_seconds: float  # how long the Maven run that filled the cache took
+    fetched_now: bool  # this call ran Maven (False: the cache was reused)
 
     @property
     def major(self) -> int:
@@ -733,6 +733,10 @@ class Cluster:
 
 
 # ----------------------------------------------------------------------------------------------- CLI
+def _interrupt(*_: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     import argparse
 
@@ -784,7 +788,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"proxy remoting: 127.0.0.1:{cluster.proxy_remoting_port}")
         print("pids: " + ", ".join(f"{p.name}={p.pid}" for p in cluster.processes))
         print("Ctrl-C stops it.", flush=True)
-        signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+        signal.signal(signal.SIGTERM, _interrupt)
         while all(p.alive() for p in cluster.processes):
             time.sleep(1)
         print("a process exited: " + ", ".join(f"{p.name}={p.popen.returncode}" for p in cluster.processes))
