@@ -562,9 +562,15 @@ class Cluster:
             return ""
         return f"\n--- last lines of {logs[-1]}:\n{tail(logs[-1], 30)}"
 
-    def stop(self) -> None:
+    def stop(self, grace: float = 3.0) -> None:
+        """SIGTERM to every JVM of the cluster, SIGKILL to those still alive after `grace` s (by pid)."""
         for proc in reversed(self.processes):
-            proc.stop()
+            if proc.alive():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        for proc in reversed(self.processes):
+            proc.stop(grace=max(0.1, deadline - time.monotonic()))
         self.processes.clear()
 
     def __enter__(self) -> Cluster:
