@@ -67,20 +67,31 @@ async def update_and_create_topic(self: RemotingBroker, conn: Connection, cmd: R
     return cmd.response(R.SUCCESS)
 
 
-async def get_all_topic_config(self: RemotingBroker, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
-    table = {
-        name: {
-            "attributes": {} if cfg.message_type == "MIXED" else {"message.type": cfg.message_type},
-            "order": False,
-            "perm": cfg.perm,
-            "readQueueNums": cfg.queues,
-            "topicFilterType": "SINGLE_TAG",
-            "topicName": name,
-            "topicSysFlag": 0,
-            "writeQueueNums": cfg.queues,
-        }
-        for name, cfg in sorted(self.broker.store.topics.items())
+def _topic_config(name: str, cfg) -> dict:
+    """A TopicConfig as fastjson writes it."""
+    return {
+        "attributes": {} if cfg.message_type == "MIXED" else {"message.type": cfg.message_type},
+        "order": False,
+        "perm": cfg.perm,
+        "readQueueNums": cfg.queues,
+        "topicFilterType": "SINGLE_TAG",
+        "topicName": name,
+        "topicSysFlag": 0,
+        "writeQueueNums": cfg.queues,
     }
+
+
+async def get_topic_config(self: RemotingBroker, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+    """GET_TOPIC_CONFIG (mqadmin topicStatus reads it first): a TopicConfigAndQueueMapping."""
+    topic = cmd.ext_fields.get("topic", "")
+    cfg = self.broker.store.topics.get(topic)
+    if cfg is None:
+        raise Refused(R.TOPIC_NOT_EXIST, f"No topic in this broker. topic: {topic}")
+    return cmd.response(R.SUCCESS, body=_body(_topic_config(topic, cfg)))
+
+
+async def get_all_topic_config(self: RemotingBroker, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+    table = {name: _topic_config(name, cfg) for name, cfg in sorted(self.broker.store.topics.items())}
     doc = {"dataVersion": {"counter": len(table), "timestamp": _START_MS}, "topicConfigTable": table}
     return cmd.response(R.SUCCESS, body=_body(doc))
 

@@ -53,6 +53,7 @@ class RemotingBroker:
             Q.UNLOCK_BATCH_MQ: clients.unlock_batch,
             Q.UPDATE_AND_CREATE_TOPIC: admin.update_and_create_topic,
             Q.GET_ALL_TOPIC_CONFIG: admin.get_all_topic_config,
+            Q.GET_TOPIC_CONFIG: admin.get_topic_config,
             Q.GET_BROKER_RUNTIME_INFO: admin.broker_runtime_info,
             Q.GET_TOPIC_STATS_INFO: admin.topic_stats,
             Q.GET_CONSUME_STATS: admin.consume_stats,
