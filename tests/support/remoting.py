@@ -66,6 +66,10 @@ class RemotingClient:
 
     def close(self) -> None:
         try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        try:
             self.sock.close()
         except OSError:
             pass
