@@ -196,12 +196,20 @@ def consume_stats(broker: Broker, group: str, topic: str | None = None) -> list[
             off = max(store.get_consumer_offset(group, t, qid) or 0, 0)
             last = _store_time(broker, t, qid, off - 1) if off > 0 else 0
             out.append(
-                {"topic": t, "queue": qid, "broker_offset": hi, "consumer_offset": off, "last_timestamp": last}
+                {
+                    "topic": t,
+                    "queue": qid,
+                    "broker_offset": hi,
+                    "consumer_offset": off,
+                    "last_timestamp": last,
+                }
             )
     return out
 
 
-def reset_offsets(broker: Broker, group: str, topic: str, timestamp_ms: int, force: bool) -> dict[int, int] | None:
+def reset_offsets(
+    broker: Broker, group: str, topic: str, timestamp_ms: int, force: bool
+) -> dict[int, int] | None:
     """Moves a group's offsets on `topic` to the first message stored at or after the time (a negative time:
     the end), per queue; without `force` only backwards (`Broker2Client.resetOffset`). None: no such topic."""
     store = broker.store
@@ -210,7 +218,11 @@ def reset_offsets(broker: Broker, group: str, topic: str, timestamp_ms: int, for
         return None
     out = {}
     for qid in range(cfg.queues):
-        target = store.min_max(topic, qid)[1] if timestamp_ms < 0 else store.search_offset(topic, qid, timestamp_ms)
+        target = (
+            store.min_max(topic, qid)[1]
+            if timestamp_ms < 0
+            else store.search_offset(topic, qid, timestamp_ms)
+        )
         current = store.get_consumer_offset(group, topic, qid)
         if not force and current is not None and current <= target:
             target = current

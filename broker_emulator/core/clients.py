@@ -113,9 +113,11 @@ class ClientRegistry:
             info.consumer_groups = dict(consumer_groups)
             if consumer_groups:
                 first = sorted(consumer_groups)[0]
-                info.client_type = "PUSH_CONSUMER" if consumer_groups[first].consume_type == (
-                    "CONSUME_PASSIVELY"
-                ) else "PULL_CONSUMER"
+                info.client_type = (
+                    "PUSH_CONSUMER"
+                    if consumer_groups[first].consume_type == ("CONSUME_PASSIVELY")
+                    else "PULL_CONSUMER"
+                )
                 info.group = first
                 info.topics = sorted({t for d in consumer_groups.values() for t in d.subscriptions})
             elif producer_groups:
@@ -144,7 +146,9 @@ class ClientRegistry:
     def group_members(self, group: str) -> list[tuple[ClientInfo, ConsumerGroupData]]:
         self.expire()
         with self._lock:
-            return [(c, c.consumer_groups[group]) for c in self._clients.values() if group in c.consumer_groups]
+            return [
+                (c, c.consumer_groups[group]) for c in self._clients.values() if group in c.consumer_groups
+            ]
 
     def subscription(self, group: str, topic: str) -> tuple[str, str] | None:
         """The (expression type, expression) a live member of `group` registered for `topic`."""
@@ -159,7 +163,10 @@ class ClientRegistry:
         """Consumer groups with a live member subscribed to `topic` (QUERY_TOPIC_CONSUME_BY_WHO)."""
         with self._lock:
             return {
-                g for c in self._clients.values() for g, d in c.consumer_groups.items() if topic in d.subscriptions
+                g
+                for c in self._clients.values()
+                for g, d in c.consumer_groups.items()
+                if topic in d.subscriptions
             }
 
     def producers_of(self, group: str) -> list[str]:

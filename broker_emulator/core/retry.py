@@ -69,7 +69,9 @@ def send_back(
     row = r.table.slice(0, 1)
     reconsume = row.column("reconsume_times")[0].as_py() or 0
     props = dict(row.column("properties")[0].as_py() or [])
-    max_retries = cluster.group_config(group).max_retries if max_reconsume_times is None else max_reconsume_times
+    max_retries = (
+        cluster.group_config(group).max_retries if max_reconsume_times is None else max_reconsume_times
+    )
     extra = {
         PROP_RETRY_TOPIC: props.get(PROP_RETRY_TOPIC) or topic,
         PROP_ORIGIN_MESSAGE_ID: origin_message_id or row.column("message_id")[0].as_py(),

@@ -23,7 +23,9 @@ def _group(field: str) -> Callable[[dict[str, str]], tuple[Need, ...]]:
     return lambda ext: (Need("group", ext[field], Perm.SUB),) if ext.get(field) else ()
 
 
-def _both(*parts: Callable[[dict[str, str]], tuple[Need, ...]]) -> Callable[[dict[str, str]], tuple[Need, ...]]:
+def _both(
+    *parts: Callable[[dict[str, str]], tuple[Need, ...]],
+) -> Callable[[dict[str, str]], tuple[Need, ...]]:
     return lambda ext: tuple(n for p in parts for n in p(ext))
 
 

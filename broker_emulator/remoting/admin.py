@@ -52,7 +52,9 @@ def _attributes(text: str | None) -> dict[str, str]:
     return out
 
 
-async def update_and_create_topic(self: RemotingBroker, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+async def update_and_create_topic(
+    self: RemotingBroker, conn: Connection, cmd: RemotingCommand
+) -> RemotingCommand:
     h = CreateTopicRequestHeader.from_ext_fields(cmd.ext_fields)
     err = None if h.topic.startswith((RETRY_PREFIX, DLQ_PREFIX)) else topic_error(h.topic)
     if err:
@@ -90,13 +92,17 @@ async def get_topic_config(self: RemotingBroker, conn: Connection, cmd: Remoting
     return cmd.response(R.SUCCESS, body=_body(_topic_config(topic, cfg)))
 
 
-async def get_all_topic_config(self: RemotingBroker, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+async def get_all_topic_config(
+    self: RemotingBroker, conn: Connection, cmd: RemotingCommand
+) -> RemotingCommand:
     table = {name: _topic_config(name, cfg) for name, cfg in sorted(self.broker.store.topics.items())}
     doc = {"dataVersion": {"counter": len(table), "timestamp": _START_MS}, "topicConfigTable": table}
     return cmd.response(R.SUCCESS, body=_body(doc))
 
 
-async def broker_runtime_info(self: RemotingBroker, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+async def broker_runtime_info(
+    self: RemotingBroker, conn: Connection, cmd: RemotingCommand
+) -> RemotingCommand:
     """The KVTable `mqadmin clusterList`/`brokerStatus` print (`BrokerController`, `getBrokerRuntimeInfo`)."""
     stats = self.broker.store.stats()
     table = {
@@ -163,7 +169,9 @@ async def consume_stats(self: RemotingBroker, conn: Connection, cmd: RemotingCom
     return cmd.response(R.SUCCESS, body=_body({"consumeTps": 0.0, "offsetTable": table}))
 
 
-async def consumer_connections(self: RemotingBroker, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+async def consumer_connections(
+    self: RemotingBroker, conn: Connection, cmd: RemotingCommand
+) -> RemotingCommand:
     h = GetConsumerConnectionListRequestHeader.from_ext_fields(cmd.ext_fields)
     members = self.cluster.clients.group_members(h.consumer_group)
     if not members:
@@ -203,7 +211,12 @@ async def reset_offset(self: RemotingBroker, conn: Connection, cmd: RemotingComm
     table = {_mq(h.topic, self.broker.name, q): off for q, off in offsets.items()}
     body = _body({"offsetTable": table})
     # Online members move at once (RESET_CONSUMER_CLIENT_OFFSET, as `Broker2Client.resetOffset` sends it).
-    ext = {"topic": h.topic, "group": h.group, "timestamp": str(h.timestamp), "isForce": str(h.is_force).lower()}
+    ext = {
+        "topic": h.topic,
+        "group": h.group,
+        "timestamp": str(h.timestamp),
+        "isForce": str(h.is_force).lower(),
+    }
     for cid in self.cluster.clients.members(h.group):
         c = self.client_conns.get(cid)
         if c is not None:

@@ -63,7 +63,10 @@ async def heart_beat(self: RemotingBroker, conn: Connection, cmd: RemotingComman
         subs = {}
         for sd in c.get("subscriptionDataSet") or []:
             if isinstance(sd, dict) and sd.get("topic"):
-                subs[str(sd["topic"])] = (str(sd.get("expressionType") or "TAG"), str(sd.get("subString") or "*"))
+                subs[str(sd["topic"])] = (
+                    str(sd.get("expressionType") or "TAG"),
+                    str(sd.get("subString") or "*"),
+                )
         consumers[str(c["groupName"])] = ConsumerGroupData(
             consume_type=str(c.get("consumeType") or "CONSUME_PASSIVELY"),
             message_model=str(c.get("messageModel") or "CLUSTERING"),
@@ -105,7 +108,9 @@ async def consumer_list(self: RemotingBroker, conn: Connection, cmd: RemotingCom
     return cmd.response(R.SUCCESS, body=json.dumps({"consumerIdList": members}).encode())
 
 
-async def check_client_config(self: RemotingBroker, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+async def check_client_config(
+    self: RemotingBroker, conn: Connection, cmd: RemotingCommand
+) -> RemotingCommand:
     doc = _json_body(cmd, "CheckClientRequestBody")
     sd = doc.get("subscriptionData") or {}
     kind = str(sd.get("expressionType") or "TAG").upper()

@@ -20,7 +20,9 @@ _FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 
 def broker_data(cluster: Cluster, b: Broker) -> BrokerData:
     return BrokerData(
-        cluster=cluster.config.cluster_name, broker_name=b.name, broker_addrs={0: f"{b.host}:{b.remoting_port}"}
+        cluster=cluster.config.cluster_name,
+        broker_name=b.name,
+        broker_addrs={0: f"{b.host}:{b.remoting_port}"},
     )
 
 

@@ -87,12 +87,16 @@ async def pull_message(self: RemotingBroker, conn: Connection, cmd: RemotingComm
 
 async def get_max_offset(self: RemotingBroker, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
     h = GetMaxOffsetRequestHeader.from_ext_fields(cmd.ext_fields)
-    return cmd.response(R.SUCCESS, ext_fields={"offset": str(self.broker.store.min_max(h.topic, h.queue_id)[1])})
+    return cmd.response(
+        R.SUCCESS, ext_fields={"offset": str(self.broker.store.min_max(h.topic, h.queue_id)[1])}
+    )
 
 
 async def get_min_offset(self: RemotingBroker, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
     h = GetMinOffsetRequestHeader.from_ext_fields(cmd.ext_fields)
-    return cmd.response(R.SUCCESS, ext_fields={"offset": str(self.broker.store.min_max(h.topic, h.queue_id)[0])})
+    return cmd.response(
+        R.SUCCESS, ext_fields={"offset": str(self.broker.store.min_max(h.topic, h.queue_id)[0])}
+    )
 
 
 async def search_offset(self: RemotingBroker, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
@@ -108,7 +112,9 @@ async def search_offset(self: RemotingBroker, conn: Connection, cmd: RemotingCom
     return cmd.response(R.SUCCESS, ext_fields={"offset": str(offset)})
 
 
-async def earliest_store_time(self: RemotingBroker, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+async def earliest_store_time(
+    self: RemotingBroker, conn: Connection, cmd: RemotingCommand
+) -> RemotingCommand:
     h = GetEarliestMsgStoretimeRequestHeader.from_ext_fields(cmd.ext_fields)
     store = self.broker.store
     lo, _ = store.min_max(h.topic, h.queue_id)
@@ -119,7 +125,9 @@ async def earliest_store_time(self: RemotingBroker, conn: Connection, cmd: Remot
     return cmd.response(R.SUCCESS, ext_fields={"timestamp": str(ts)})
 
 
-async def query_consumer_offset(self: RemotingBroker, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+async def query_consumer_offset(
+    self: RemotingBroker, conn: Connection, cmd: RemotingCommand
+) -> RemotingCommand:
     h = QueryConsumerOffsetRequestHeader.from_ext_fields(cmd.ext_fields)
     store = self.broker.store
     off = store.get_consumer_offset(h.consumer_group, h.topic, h.queue_id)
@@ -133,7 +141,9 @@ async def query_consumer_offset(self: RemotingBroker, conn: Connection, cmd: Rem
     return cmd.response(R.QUERY_NOT_FOUND, "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")
 
 
-async def update_consumer_offset(self: RemotingBroker, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+async def update_consumer_offset(
+    self: RemotingBroker, conn: Connection, cmd: RemotingCommand
+) -> RemotingCommand:
     h = UpdateConsumerOffsetRequestHeader.from_ext_fields(cmd.ext_fields)
     if h.topic not in self.broker.store.topics:
         raise Refused(R.TOPIC_NOT_EXIST, f"Topic {h.topic} not exist!")
@@ -147,7 +157,14 @@ async def view_message(self: RemotingBroker, conn: Connection, cmd: RemotingComm
     store = self.broker.store
     where = store.locate(h.offset)
     r = store.get(where[0], where[1], where[2], 1) if where is not None else None
-    if r is None or r.status != FOUND or r.table is None or r.table.column("queue_offset")[0].as_py() != where[2]:
+    if (
+        r is None
+        or r.status != FOUND
+        or r.table is None
+        or r.table.column("queue_offset")[0].as_py() != where[2]
+    ):
         raise Refused(R.SYSTEM_ERROR, f"can not find message by the offset, {h.offset}")
-    body = stored_records(r.table.slice(0, 1), where[0], where[1], self.broker, self.cluster.config.cluster_name)
+    body = stored_records(
+        r.table.slice(0, 1), where[0], where[1], self.broker, self.cluster.config.cluster_name
+    )
     return cmd.response(R.SUCCESS, body=body)

@@ -83,7 +83,9 @@ async def send_message(self: RemotingBroker, conn: Connection, cmd: RemotingComm
     if explicit:
         cols.queue_id = [h.queue_id] * cols.n
     now = int(time.time() * 1000)
-    result, end = send(self.cluster, self.broker, topic, cols, explicit_queue=explicit, producer=h.producer_group)
+    result, end = send(
+        self.cluster, self.broker, topic, cols, explicit_queue=explicit, producer=h.producer_group
+    )
     await store.wait_durable(end)
     # Where each message went: its queue, the timer topic (delayed) or the half topic (transactional).
     txs = result.transaction_ids or [""] * cols.n

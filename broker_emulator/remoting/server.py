@@ -115,7 +115,7 @@ class RemotingServer:
         if self._server is not None:
             try:
                 await asyncio.wait_for(self._server.wait_closed(), 2.0)
-            except (TimeoutError, asyncio.TimeoutError):
+            except TimeoutError:
                 pass
             self._server = None
 
@@ -127,7 +127,7 @@ class RemotingServer:
             while not conn.closed:
                 try:
                     data = await asyncio.wait_for(reader.read(READ_CHUNK), IDLE_TIMEOUT_S)
-                except (TimeoutError, asyncio.TimeoutError):
+                except TimeoutError:
                     log.info("%s: closing %s, idle for %.0f s", self.name, conn.peer, IDLE_TIMEOUT_S)
                     break
                 if not data:

@@ -78,7 +78,10 @@ def test_cluster_info_and_topic_lists(rocketmq_emulator, namesrv, topic):
     assert topic in TopicList.from_json(by_cluster.body).topic_list
     system = TopicList.from_json(namesrv.call(Q.GET_SYSTEM_TOPIC_LIST_FROM_NS).body).topic_list
     assert "DefaultCluster" in system and "broker-a" in system
-    assert namesrv.call(Q.GET_KV_CONFIG, {"namespace": "ORDER_TOPIC_CONFIG", "key": topic}).code == R.QUERY_NOT_FOUND
+    assert (
+        namesrv.call(Q.GET_KV_CONFIG, {"namespace": "ORDER_TOPIC_CONFIG", "key": topic}).code
+        == R.QUERY_NOT_FOUND
+    )
     assert namesrv.call(Q.PUT_KV_CONFIG, {"namespace": "x", "key": "k", "value": "v"}).code == R.SUCCESS
 
 
@@ -92,20 +95,37 @@ def test_unknown_codes_are_not_supported(namesrv, broker_a):
 # ------------------------------------------------------------------------------------------ send + pull
 def test_send_v2_then_pull_every_field(rocketmq_emulator, broker_a, topic):
     r = broker_a.send_message(
-        topic, b"hello", queue_id=2, properties=_props(TAGS="TagA", KEYS="k1 k2", UNIQ_KEY="AB01", color="red")
+        topic,
+        b"hello",
+        queue_id=2,
+        properties=_props(TAGS="TagA", KEYS="k1 k2", UNIQ_KEY="AB01", color="red"),
     )
     assert r.code == R.SUCCESS, r.remark
-    assert (r.ext_fields["queueId"], r.ext_fields["queueOffset"], r.ext_fields["transactionId"]) == ("2", "0", "AB01")
+    assert (r.ext_fields["queueId"], r.ext_fields["queueOffset"], r.ext_fields["transactionId"]) == (
+        "2",
+        "0",
+        "AB01",
+    )
     b = rocketmq_emulator.cluster.broker("broker-a")
     mid = decode_offset_message_id(r.ext_fields["msgId"])
     assert (mid.host, mid.port) == ("127.0.0.1", b.remoting_port)
 
     p = broker_a.pull(topic, 2, 0)
     assert p.code == R.SUCCESS
-    assert p.ext_fields == {"suggestWhichBrokerId": "0", "nextBeginOffset": "1", "minOffset": "0", "maxOffset": "1"}
+    assert p.ext_fields == {
+        "suggestWhichBrokerId": "0",
+        "nextBeginOffset": "1",
+        "minOffset": "0",
+        "maxOffset": "1",
+    }
     row = messages(p).to_pylist()[0]
     assert (row["topic"], row["queue_id"], row["queue_offset"], row["body"]) == (topic, 2, 0, b"hello")
-    assert (row["message_id"], row["tags"], row["keys"], row["properties"]) == ("AB01", "TagA", ["k1", "k2"], [("color", "red")])
+    assert (row["message_id"], row["tags"], row["keys"], row["properties"]) == (
+        "AB01",
+        "TagA",
+        ["k1", "k2"],
+        [("color", "red")],
+    )
     assert row["commitlog_offset"] == mid.commit_log_offset
     assert row["store_host"] == f"127.0.0.1:{b.remoting_port}"
     assert "CLUSTER\x01DefaultCluster" in row["raw_properties"]
@@ -113,7 +133,9 @@ def test_send_v2_then_pull_every_field(rocketmq_emulator, broker_a, topic):
     # VIEW_MESSAGE_BY_ID finds it by the commit-log offset of its offset message id.
     v = broker_a.call(Q.VIEW_MESSAGE_BY_ID, {"offset": mid.commit_log_offset})
     assert v.code == R.SUCCESS and messages(v).to_pylist()[0]["body"] == b"hello"
-    assert broker_a.call(Q.VIEW_MESSAGE_BY_ID, {"offset": mid.commit_log_offset + 10**6}).code == R.SYSTEM_ERROR
+    assert (
+        broker_a.call(Q.VIEW_MESSAGE_BY_ID, {"offset": mid.commit_log_offset + 10**6}).code == R.SYSTEM_ERROR
+    )
 
 
 def test_send_v1_names_compressed_body_and_broker_generated_id(broker_a, topic):
@@ -211,8 +233,14 @@ def test_queue_bounds_and_time_lookups(broker_a, topic):
     assert broker_a.call(Q.GET_MAX_OFFSET, {"topic": topic, "queueId": 0}).ext_fields["offset"] == "3"
     assert broker_a.call(Q.GET_MIN_OFFSET, {"topic": topic, "queueId": 0}).ext_fields["offset"] == "0"
     search = {"topic": topic, "queueId": 0}
-    assert broker_a.call(Q.SEARCH_OFFSET_BY_TIMESTAMP, {**search, "timestamp": before}).ext_fields["offset"] == "0"
-    assert broker_a.call(Q.SEARCH_OFFSET_BY_TIMESTAMP, {**search, "timestamp": after}).ext_fields["offset"] == "3"
+    assert (
+        broker_a.call(Q.SEARCH_OFFSET_BY_TIMESTAMP, {**search, "timestamp": before}).ext_fields["offset"]
+        == "0"
+    )
+    assert (
+        broker_a.call(Q.SEARCH_OFFSET_BY_TIMESTAMP, {**search, "timestamp": after}).ext_fields["offset"]
+        == "3"
+    )
     upper = {**search, "timestamp": after, "boundaryType": "upper"}
     assert broker_a.call(Q.SEARCH_OFFSET_BY_TIMESTAMP, upper).ext_fields["offset"] == "2"
     ts = int(broker_a.call(Q.GET_EARLIEST_MSG_STORETIME, search).ext_fields["timestamp"])
@@ -258,7 +286,10 @@ def test_heartbeat_consumer_list_notify_and_unregister(rocketmq_emulator, broker
         }
         # A pull without the SUBSCRIPTION flag uses the heartbeat's subscription (TagA).
         broker_a.send_message(topic, b"x", queue_id=0, properties={"TAGS": "TagB"})
-        assert broker_a.pull(topic, 0, 0, group=group, sys_flag=0, subscription="").code == R.PULL_RETRY_IMMEDIATELY
+        assert (
+            broker_a.pull(topic, 0, 0, group=group, sys_flag=0, subscription="").code
+            == R.PULL_RETRY_IMMEDIATELY
+        )
         r = broker_a.call(Q.UNREGISTER_CLIENT, {"clientID": "c2@2", "consumerGroup": group})
         assert r.code == R.SUCCESS
     assert json.loads(broker_a.call(Q.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": group}).body) == {
@@ -284,14 +315,23 @@ def test_check_client_config_and_queue_locks(broker_a, topic):
                                                                  "expressionType": "SQL92"}}  # fmt: skip
     assert broker_a.call(Q.CHECK_CLIENT_CONFIG, body=json.dumps(body).encode()).code == R.SUCCESS
     body["subscriptionData"]["subString"] = "a >"
-    assert broker_a.call(Q.CHECK_CLIENT_CONFIG, body=json.dumps(body).encode()).code == R.SUBSCRIPTION_PARSE_FAILED
+    assert (
+        broker_a.call(Q.CHECK_CLIENT_CONFIG, body=json.dumps(body).encode()).code
+        == R.SUBSCRIPTION_PARSE_FAILED
+    )
     mq = {"topic": topic, "brokerName": "broker-a", "queueId": 0}
     lock = {"consumerGroup": "g", "clientId": "c1", "mqSet": [mq]}
-    assert json.loads(broker_a.call(Q.LOCK_BATCH_MQ, body=json.dumps(lock).encode()).body)["lockOKMQSet"] == [mq]
+    assert json.loads(broker_a.call(Q.LOCK_BATCH_MQ, body=json.dumps(lock).encode()).body)["lockOKMQSet"] == [
+        mq
+    ]
     other = {**lock, "clientId": "c2"}
-    assert json.loads(broker_a.call(Q.LOCK_BATCH_MQ, body=json.dumps(other).encode()).body)["lockOKMQSet"] == []
+    assert (
+        json.loads(broker_a.call(Q.LOCK_BATCH_MQ, body=json.dumps(other).encode()).body)["lockOKMQSet"] == []
+    )
     assert broker_a.call(Q.UNLOCK_BATCH_MQ, body=json.dumps(lock).encode()).code == R.SUCCESS
-    assert json.loads(broker_a.call(Q.LOCK_BATCH_MQ, body=json.dumps(other).encode()).body)["lockOKMQSet"] == [mq]
+    assert json.loads(broker_a.call(Q.LOCK_BATCH_MQ, body=json.dumps(other).encode()).body)[
+        "lockOKMQSet"
+    ] == [mq]
     assert broker_a.call(Q.HEART_BEAT, body=b"not json").code == R.SYSTEM_ERROR
 
 
@@ -314,12 +354,18 @@ def test_admin_codes(rocketmq_emulator, broker_a, namesrv):
     assert broker_a.call(Q.GET_TOPIC_STATS_INFO, {"topic": unique_name("x")}).code == R.TOPIC_NOT_EXIST
 
     group = unique_name("g")
-    broker_a.call(Q.UPDATE_CONSUMER_OFFSET, {"consumerGroup": group, "topic": name, "queueId": 1, "commitOffset": 0})
+    broker_a.call(
+        Q.UPDATE_CONSUMER_OFFSET, {"consumerGroup": group, "topic": name, "queueId": 1, "commitOffset": 0}
+    )
     cs = fastjson.loads(broker_a.call(Q.GET_CONSUME_STATS, {"consumerGroup": group}).body)["offsetTable"]
     q1 = next(v for k, v in cs.items() if dict(k)["queueId"] == 1)
     assert (q1["brokerOffset"], q1["consumerOffset"]) == (1, 0)
-    assert json.loads(broker_a.call(Q.QUERY_TOPIC_CONSUME_BY_WHO, {"topic": name}).body)["groupList"] == [group]
-    assert broker_a.call(Q.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": group}).code == R.CONSUMER_NOT_ONLINE
+    assert json.loads(broker_a.call(Q.QUERY_TOPIC_CONSUME_BY_WHO, {"topic": name}).body)["groupList"] == [
+        group
+    ]
+    assert (
+        broker_a.call(Q.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": group}).code == R.CONSUMER_NOT_ONLINE
+    )
     broker_a.heartbeat("adm@1", consumer_group=group, topic=name)
     conn = fastjson.loads(broker_a.call(Q.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": group}).body)
     assert [c["clientId"] for c in conn["connectionSet"]] == ["adm@1"] and name in conn["subscriptionTable"]
@@ -335,5 +381,7 @@ def test_admin_codes(rocketmq_emulator, broker_a, namesrv):
     assert kv["brokerActive"] == "true" and kv["putTps"].split()[0] == "0.0"
 
     sub = {"groupName": group, "retryMaxTimes": 3, "consumeMessageOrderly": False}
-    assert broker_a.call(Q.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=json.dumps(sub).encode()).code == R.SUCCESS
+    assert (
+        broker_a.call(Q.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=json.dumps(sub).encode()).code == R.SUCCESS
+    )
     assert rocketmq_emulator.cluster.group_config(group).max_retries == 3

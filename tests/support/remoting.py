@@ -197,7 +197,12 @@ class RemotingClient:
 
     def heartbeat(self, client_id: str, *, consumer_group: str | None = None, topic: str | None = None,
                   producer_group: str | None = None, expression: str = "*") -> RemotingCommand:  # fmt: skip
-        doc: dict = {"clientID": client_id, "producerDataSet": [], "consumerDataSet": [], "heartbeatFingerprint": 0}
+        doc: dict = {
+            "clientID": client_id,
+            "producerDataSet": [],
+            "consumerDataSet": [],
+            "heartbeatFingerprint": 0,
+        }
         if producer_group:
             doc["producerDataSet"].append({"groupName": producer_group})
         if consumer_group:
@@ -213,6 +218,6 @@ class RemotingClient:
         return self.call(Q.HEART_BEAT, body=json.dumps(doc).encode())
 
 
-def messages(resp: RemotingCommand):
+def messages(resp: RemotingCommand | bytes):
     """The rows of a pull response body (decode_stored's RecordBatch)."""
-    return decode_stored(resp.body)
+    return decode_stored(resp if isinstance(resp, bytes) else resp.body)
