@@ -29,7 +29,9 @@ def _topic_arg(value: str) -> tuple[str, int | None]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rocketmq-emulator", description="RocketMQ broker emulator (gRPC v2 and remoting)")
+    parser = argparse.ArgumentParser(
+        prog="rocketmq-emulator", description="RocketMQ broker emulator (gRPC v2 and remoting)"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("serve", help="run brokers in the foreground")
     p.add_argument("--brokers", type=int, default=1, help="number of brokers (broker-a, broker-b, ...)")

@@ -31,14 +31,26 @@ def _free_ports(n: int) -> list[int]:
 def test_serve_prints_the_name_server_and_uses_consecutive_remoting_ports():
     ns_port, *remoting = _free_ports(3)
     emu = EmulatorProcess(
-        "--brokers", "2", "--topic", "orders:2", "--namesrv-port", str(ns_port), "--remoting-port", str(remoting[0])
+        "--brokers",
+        "2",
+        "--topic",
+        "orders:2",
+        "--namesrv-port",
+        str(ns_port),
+        "--remoting-port",
+        str(remoting[0]),
     )
     try:
         assert emu.name_server == f"127.0.0.1:{ns_port}"
-        assert f"broker-b listening on {emu.endpoints.split(';')[1]} (remoting 127.0.0.1:{remoting[1]})" in emu.output
+        assert (
+            f"broker-b listening on {emu.endpoints.split(';')[1]} (remoting 127.0.0.1:{remoting[1]})"
+            in emu.output
+        )
         with RemotingClient(emu.name_server) as c:
             route = c.route("orders")
-        assert [route.broker_addr(b) for b in ("broker-a", "broker-b")] == [f"127.0.0.1:{p}" for p in remoting]
+        assert [route.broker_addr(b) for b in ("broker-a", "broker-b")] == [
+            f"127.0.0.1:{p}" for p in remoting
+        ]
         with RemotingClient(f"127.0.0.1:{remoting[1]}") as b:
             assert b.send_message("orders", b"x", queue_id=1).code == R.SUCCESS
     finally:
