@@ -126,8 +126,8 @@ def route_shape(c: Session) -> dict:
     t = c.topic(4)
     r = c.ns.call(Q.GET_ROUTEINFO_BY_TOPIC, {"topic": t})
     doc = json.loads(r.body)
-    qd = [q for q in doc["queueDatas"] if q["brokerName"] == "broker-a"][0]
-    bd = [b for b in doc["brokerDatas"] if b["brokerName"] == "broker-a"][0]
+    qd = next(q for q in doc["queueDatas"] if q["brokerName"] == "broker-a")
+    bd = next(b for b in doc["brokerDatas"] if b["brokerName"] == "broker-a")
     missing = c.ns.call(Q.GET_ROUTEINFO_BY_TOPIC, {"topic": f"nope-{uuid.uuid4().hex[:8]}"})
     return {
         "code": name(r.code),
@@ -479,20 +479,15 @@ def admin(c: Session) -> dict:
             cfg_doc.get("perm"),
         ],
         "runtime_info": name(kv.code),
-        "runtime_info.has_clusterList_keys": all(
-            k in table
-            for k in (
-                "putTps",
-                "getTransferredTps",
-                "brokerVersionDesc",
-                "earliestMessageTimeStamp",
-                "commitLogDiskRatio",
-                "pageCacheLockTimeMills",
-            )  # fmt: skip
-        ),
+        "runtime_info.has_clusterList_keys": all(k in table for k in CLUSTER_LIST_KEYS),
         "cluster_info": name(c.ns.call(Q.GET_BROKER_CLUSTER_INFO).code),
         "topic_list_has_topic": t in TopicListCache.get(c),
     }
+
+
+# What `mqadmin clusterList` (5.x) reads from GET_BROKER_RUNTIME_INFO.
+CLUSTER_LIST_KEYS = ("putTps", "getTransferredTps", "brokerVersionDesc", "earliestMessageTimeStamp",
+                     "commitLogDiskRatio", "pageCacheLockTimeMills")  # fmt: skip
 
 
 class TopicListCache:
@@ -568,6 +563,7 @@ DEVIATIONS: dict[str, dict[str, dict[str, tuple[Any, Any, str]]]] = {
         "send_refusals": {
             "bad_topic_name": ("INVALID_PARAMETER", "SYSTEM_ERROR", _V4),
             "queue_out_of_range": ("INVALID_PARAMETER", "SYSTEM_ERROR", _V4),
+            "empty_body": ("SYSTEM_ERROR", "SUCCESS", _V4 + " (the 5.x store refuses an empty body)"),
             "batch_to_retry_topic": (
                 "MESSAGE_ILLEGAL",
                 "SUCCESS",
