@@ -47,6 +47,11 @@ class InvalidHandle(Exception):
     """An unknown, malformed, stale or expired receipt handle (INVALID_RECEIPT_HANDLE)."""
 
 
+class StaleHandle(InvalidHandle):
+    """A well-formed handle, not expired by its own pop time and invisible duration, whose message is no
+    longer in flight under it (already acked, or replaced by ChangeInvisibleDuration)."""
+
+
 @dataclass
 class InFlight:
     """One popped, not yet acknowledged message."""
@@ -278,17 +283,23 @@ class PopService:
         if parts[5] != self.broker_name:
             raise InvalidHandle(f"receipt handle belongs to {parts[5]}, not {self.broker_name}")
         source = " ".join(parts[8:])
+        if pop_time + invisible <= time.time() * 1000:
+            raise InvalidHandle("receipt handle is expired")
         inf = self.inflight.get(f"{group}\t{source}\t{qid}\t{offset}")
         if inf is None or inf.pop_time != pop_time or inf.invisible_ms != invisible:
-            raise InvalidHandle(
-                "receipt handle is unknown or was replaced (already acked, changed or revived)"
-            )
+            raise StaleHandle("receipt handle is unknown or was replaced (already acked or changed)")
         if inf.deadline <= time.time() * 1000:
             raise InvalidHandle("receipt handle is expired")
         return inf
 
-    def ack(self, group: str, handle: str) -> InFlight:
-        inf = self._lookup(group, handle)
+    def ack(self, group: str, handle: str) -> InFlight | None:
+        """Acknowledges the message of `handle`. As Apache's broker, which only appends an ack record,
+        acking a message that is no longer in flight under a handle that has not expired (acked twice, or
+        a handle replaced by ChangeInvisibleDuration) succeeds and changes nothing (returns None)."""
+        try:
+            inf = self._lookup(group, handle)
+        except StaleHandle:
+            return None
         self._remove(inf.key)
         if inf.fifo:
             self.fifo_attempts.delete(inf.key)
@@ -331,7 +342,10 @@ class PopService:
             return
         row = r.table.slice(0, 1)
         if inf.reconsume_times + 1 >= self.max_attempts(inf.group):
-            self._dead_letter(inf.group, inf.topic, row, inf.message_id, reconsume=inf.reconsume_times + 1)
+            # Apache RocketMQ 5 revives it into the retry topic once more (reconsume + 1); the proxy then pops
+            # it, finds it past the maximum and sends it back to the DLQ (reconsume + 2): a DLQ consumer sees
+            # delivery_attempt = max attempts + 2.
+            self._dead_letter(inf.group, inf.topic, row, inf.message_id, reconsume=inf.reconsume_times + 2)
             self._remove(key)
             return
         retry = retry_topic(inf.group, inf.topic)

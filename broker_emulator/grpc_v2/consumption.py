@@ -114,7 +114,6 @@ class ConsumptionRpcs:
             sp.queue_id = inf.queue_id
             sp.receipt_handle = inf.handle(self.broker.name)
             sp.delivery_attempt = inf.reconsume_times + 1
-            sp.invisible_duration.FromMilliseconds(inf.invisible_ms)
             for k in HIDDEN_PROPERTIES.intersection(m.user_properties.keys()):
                 del m.user_properties[k]
             yield s.ReceiveMessageResponse(message=m)

@@ -1,0 +1,90 @@
+"""Fixtures of the `realbroker` tests: real Apache RocketMQ clusters (one per version per session).
+
+`ROCKETMQ_REAL=required` (CI sets it in .ci/run) turns "Java or Maven unavailable" into a failure;
+otherwise such a machine skips these tests with the reason. `ROCKETMQ_REAL=skip` skips them outright.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Iterator
+
+import pytest
+import realcluster as rc
+
+
+def _unavailable(reason: str):
+    mode = os.environ.get("ROCKETMQ_REAL", "").strip().lower()
+    if mode == "required":
+        pytest.fail(f"ROCKETMQ_REAL=required but real RocketMQ is unavailable: {reason}", pytrace=False)
+    pytest.skip(f"real RocketMQ unavailable: {reason}")
+
+
+def _cluster(version: str, tmp_path_factory: pytest.TempPathFactory, **kwargs) -> Iterator[rc.Cluster]:
+    if os.environ.get("ROCKETMQ_REAL", "").strip().lower() in ("skip", "0", "no", "false"):
+        pytest.skip("ROCKETMQ_REAL=skip")
+    t0 = time.monotonic()
+    try:
+        dist = rc.fetch(version)
+    except rc.Unavailable as e:
+        _unavailable(str(e))
+    took = time.monotonic() - t0
+    if dist.fetched_now:
+        rc.evidence(
+            f"RocketMQ {version}: Maven fetch {dist.fetch_seconds:.1f} s (cold, into {rc.cache_root()})"
+        )
+    else:
+        rc.evidence(
+            f"RocketMQ {version}: reused the cache ({took:.1f} s; its fetch took {dist.fetch_seconds:.1f} s)"
+        )
+    work = tmp_path_factory.mktemp(f"rocketmq-{version}")
+    cluster = rc.Cluster(dist, work, **kwargs)
+    cluster.start()  # StartFailed carries the tail of the failing process's logs
+    rc.evidence(
+        f"RocketMQ {version}: cluster started in {cluster.start_seconds:.1f} s "
+        f"(name server {cluster.namesrv}, broker {cluster.broker_addr}"
+        + (f", proxy gRPC {cluster.proxy_endpoint})" if cluster.grpc_port else ")")
+        + f"; jars: {', '.join(f'{k} {v}' for k, v in dist.jar_versions().items() if k in _SHOWN)}"
+    )
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+        shutil.rmtree(work / "store", ignore_errors=True)  # keep the logs, drop the mapped store files
+
+
+_SHOWN = {"rocketmq-namesrv", "rocketmq-broker", "rocketmq-proxy", "rocketmq-tools", "rocketmq-client"}
+
+
+@pytest.fixture(scope="session")
+def rocketmq5(tmp_path_factory: pytest.TempPathFactory) -> Iterator[rc.Cluster]:
+    """A running RocketMQ 5.x (newest served) name server + broker + proxy (cluster mode, gRPC v2)."""
+    yield from _cluster(rc.ROCKETMQ5_VERSION, tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def rocketmq4(tmp_path_factory: pytest.TempPathFactory) -> Iterator[rc.Cluster]:
+    """A running RocketMQ 4.9.x name server + broker (4.x has no proxy)."""
+    yield from _cluster(rc.ROCKETMQ4_VERSION, tmp_path_factory)
+
+
+@pytest.fixture(params=["5", "4"], ids=lambda v: f"rocketmq{v}")
+def real_cluster(request: pytest.FixtureRequest) -> rc.Cluster:
+    """Each of the two clusters in turn (remoting tests that run against both)."""
+    return request.getfixturevalue(f"rocketmq{request.param}")
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    lines = rc.EVIDENCE
+    if lines:
+        terminalreporter.section("real RocketMQ")
+        for line in lines:
+            terminalreporter.write_line(line)
+    if rc.TABLE:
+        terminalreporter.section(
+            "differential table (protocol | scenario | observation | emulator | real | verdict)"
+        )
+        for line in rc.TABLE:
+            terminalreporter.write_line(line)

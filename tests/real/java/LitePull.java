@@ -1,0 +1,55 @@
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
+import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
+import org.apache.rocketmq.common.message.MessageExt;
+
+/**
+ * Apache's lite pull consumer (remoting), from the first offset: LitePull NAMESRV TOPIC GROUP EXPECTED
+ * [TIMEOUT_S=60] [FILTER=*]. Reads until EXPECTED distinct (queue, offset) pairs were seen and then one
+ * more quiet poll (so extra messages show), or until the timeout; commits its offsets. One JSON line per
+ * message, then {"event":"done",...}.
+ */
+public class LitePull {
+    public static void main(String[] args) throws Exception {
+        String namesrv = args[0];
+        String topic = args[1];
+        String group = args[2];
+        int expected = Integer.parseInt(args[3]);
+        long timeoutMs = 1000L * (args.length > 4 ? Integer.parseInt(args[4]) : 60);
+        String filter = args.length > 5 ? args[5] : "*";
+        DefaultLitePullConsumer c = new DefaultLitePullConsumer(group);
+        c.setNamesrvAddr(namesrv);
+        c.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        c.setPullBatchSize(256);
+        c.setAutoCommit(true);
+        c.subscribe(topic, filter);
+        c.start();
+        long t0 = System.currentTimeMillis();
+        long deadline = t0 + timeoutMs;
+        Set<String> seen = new HashSet<>();
+        int total = 0;
+        boolean quietAfterDone = false;
+        try {
+            while (System.currentTimeMillis() < deadline) {
+                List<MessageExt> batch = c.poll(seen.size() >= expected ? 1500 : 1000);
+                for (MessageExt m : batch) {
+                    total++;
+                    seen.add(m.getBrokerName() + "/" + m.getQueueId() + "/" + m.getQueueOffset());
+                    Out.line(Out.message(m));
+                }
+                if (seen.size() >= expected && batch.isEmpty()) {
+                    quietAfterDone = true;
+                    break;
+                }
+            }
+            c.commitSync();
+        } finally {
+            Out.line(Out.map("event", "done", "distinct", seen.size(), "total", total, "complete", quietAfterDone,
+                "millis", System.currentTimeMillis() - t0));
+            c.shutdown();
+            System.exit(0);
+        }
+    }
+}

@@ -1,0 +1,809 @@
+"""Real Apache RocketMQ for the test suite, from its Maven Central artifacts (no binary distribution).
+
+- `fetch(version)` resolves RocketMQ's jars and their dependencies with Maven into a cache
+  (`~/.cache/pyspark-rocketmq/maven/`, or `$PYSPARK_ROCKETMQ_CACHE/maven/`), once per version.
+- `Cluster(dist, work_dir).start()` runs a name server, a broker and (5.x) a proxy in cluster mode on free
+  loopback ports with small heaps, waits until the broker has registered with the name server (and the
+  proxy serves gRPC), and `stop()` kills the JVMs it started, by pid.
+- `Cluster.mqadmin(...)` runs `org.apache.rocketmq.tools.command.MQAdminStartup`;
+  `Cluster.java_driver(...)` runs the Java client drivers of `tests/real/java/`, compiled with `javac`
+  against the fetched jars, which print one JSON object per line.
+
+The command line (`tests/real/rocketmq.sh`, or `python tests/real/realcluster.py`) fetches and starts a
+cluster by hand: `rocketmq.sh fetch`, `rocketmq.sh start [--version 4.9.7]`, `rocketmq.sh versions`.
+
+Upstream sources this follows: `distribution/bin/{runserver.sh,runbroker.sh,tools.sh}` and the startup
+classes `NamesrvStartup`, `BrokerStartup`, `ProxyStartup`, `MQAdminStartup` of apache/rocketmq.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# The newest releases whose modules Maven Central served together when this was written
+# (5.5.1 had rocketmq-broker but not rocketmq-proxy/namesrv/tools/client; 4.9.8 had no namesrv/broker).
+ROCKETMQ5_VERSION = os.environ.get("ROCKETMQ5_VERSION", "5.5.0")
+ROCKETMQ4_VERSION = os.environ.get("ROCKETMQ4_VERSION", "4.9.7")
+
+GROUP_ID = "org.apache.rocketmq"
+DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
+CLUSTER_NAME = "DefaultCluster"
+BROKER_NAME = "broker-a"
+
+JAVA_DIR = Path(__file__).resolve().parent / "java"
+
+# What Java 17 needs to run RocketMQ (its store unmaps files through JDK internals).
+JDK17_FLAGS = [
+    "--add-opens=java.base/java.nio=ALL-UNNAMED",
+    "--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED",
+    "--add-opens=java.base/java.util=ALL-UNNAMED",
+    "--add-opens=java.base/java.lang=ALL-UNNAMED",
+    "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+    "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED",
+    "--add-exports=java.base/jdk.internal.ref=ALL-UNNAMED",
+]
+COMMON_JVM_FLAGS = [
+    "-XX:+UseSerialGC",
+    "-XX:-OmitStackTraceInFastThrow",
+    "-Xss512k",
+    "-Djava.net.preferIPv4Stack=true",
+]
+HEAP = {
+    "namesrv": ["-Xms64m", "-Xmx256m"],
+    "broker": ["-Xms256m", "-Xmx768m", "-XX:MaxDirectMemorySize=512m"],
+    "proxy": ["-Xms256m", "-Xmx768m", "-XX:MaxDirectMemorySize=512m"],
+    "tools": ["-Xms32m", "-Xmx256m", "-XX:TieredStopAtLevel=1"],
+    "driver": ["-Xms32m", "-Xmx512m"],
+}
+
+
+# Figures the tests measured (fetch and start times, throughput, the differential table): the
+# realbroker conftest prints them in pytest's terminal summary.
+EVIDENCE: list[str] = []
+TABLE: list[str] = []  # the differential table: protocol | scenario | observation | emulator | real | verdict
+
+
+def evidence(line: str) -> None:
+    EVIDENCE.append(line)
+    print(line, flush=True)
+
+
+class Unavailable(RuntimeError):
+    """Java, javac or Maven is missing, or Maven could not fetch the artifacts."""
+
+
+class StartFailed(RuntimeError):
+    """A process of the cluster did not come up; the message ends with the tail of its log."""
+
+
+def cache_root() -> Path:
+    base = os.environ.get("PYSPARK_ROCKETMQ_CACHE")
+    return (Path(base) if base else Path.home() / ".cache" / "pyspark-rocketmq") / "maven"
+
+
+# ----------------------------------------------------------------------------------------------- tools
+def require_tools() -> dict[str, str]:
+    """Paths of java, javac and mvn; raises Unavailable naming what is missing (or too old)."""
+    found = {name: shutil.which(name) for name in ("java", "javac", "mvn")}
+    missing = [n for n, p in found.items() if not p]
+    if missing:
+        raise Unavailable(f"{', '.join(missing)} not found on PATH (real RocketMQ needs Java 17 and Maven)")
+    out = subprocess.run(
+        [found["java"], "-version"], capture_output=True, text=True, timeout=60, check=False
+    ).stderr
+    m = re.search(r'version "(\d+)(?:\.(\d+))?', out)
+    major = int(m.group(1)) if m else 0
+    if major == 1 and m and m.group(2):
+        major = int(m.group(2))
+    if major < 11:
+        raise Unavailable(f"java is version {major or 'unknown'} ({out.strip()[:80]}); Java 17 is needed")
+    return {k: str(v) for k, v in found.items()}
+
+
+# ----------------------------------------------------------------------------------------------- fetch
+@dataclass(frozen=True)
+class Dist:
+    """A fetched RocketMQ version: its jars (one directory, one classpath for every process)."""
+
+    version: str
+    lib: Path
+    fetch_seconds: float  # how long the Maven run that filled the cache took
+    fetched_now: bool  # this call ran Maven (False: the cache was reused)
+
+    @property
+    def major(self) -> int:
+        return int(self.version.split(".")[0])
+
+    @property
+    def classpath(self) -> str:
+        return str(self.lib / "*")
+
+    @property
+    def has_proxy(self) -> bool:
+        return self.major >= 5
+
+    def jar_versions(self) -> dict[str, str]:
+        """`artifactId -> version` of the org.apache.rocketmq jars."""
+        out = {}
+        for jar in sorted(self.lib.glob("rocketmq-*.jar")):
+            m = re.match(r"(rocketmq-[a-z-]+?)-(\d[\w.-]*)\.jar$", jar.name)
+            if m:
+                out[m.group(1)] = m.group(2)
+        return out
+
+
+def artifacts(version: str) -> list[str]:
+    """The modules to resolve: 5.x has a proxy, 4.x has none. rocketmq-client is the Java client the
+    drivers use (DefaultMQProducer, DefaultLitePullConsumer, DefaultMQPushConsumer)."""
+    names = ["rocketmq-namesrv", "rocketmq-broker", "rocketmq-tools", "rocketmq-client"]
+    if int(version.split(".")[0]) >= 5:
+        names.insert(2, "rocketmq-proxy")
+    return names
+
+
+def _pom(version: str) -> str:
+    deps = "\n".join(
+        f"    <dependency><groupId>{GROUP_ID}</groupId><artifactId>{a}</artifactId>"
+        f"<version>{version}</version></dependency>"
+        for a in artifacts(version)
+    )
+    return (
+        '<project xmlns="http://maven.apache.org/POM/4.0.0">\n'
+        "  <modelVersion>4.0.0</modelVersion>\n"
+        "  <groupId>pyspark-rocketmq.tests</groupId>\n"
+        f"  <artifactId>rocketmq-{version}-runtime</artifactId>\n"
+        "  <version>1</version>\n  <packaging>pom</packaging>\n"
+        f"  <dependencies>\n{deps}\n  </dependencies>\n</project>\n"
+    )
+
+
+def fetch(version: str, timeout: float = 1500.0, log: Path | None = None) -> Dist:
+    """Resolves `version`'s jars into the cache (once; later calls reuse it). Raises Unavailable."""
+    tools = require_tools()
+    root = cache_root()
+    home = root / f"rocketmq-{version}"
+    lib, done = home / "lib", home / "fetched.json"
+    home.mkdir(parents=True, exist_ok=True)
+    with open(home / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another test session may be fetching the same version
+        if done.exists() and lib.is_dir():
+            info = json.loads(done.read_text())
+            return Dist(version, lib, info.get("seconds", 0.0), fetched_now=False)
+        (home / "pom.xml").write_text(_pom(version))
+        staging = home / "lib.partial"
+        shutil.rmtree(staging, ignore_errors=True)
+        log = log or home / "fetch.log"
+        cmd = [
+            tools["mvn"],
+            "-B",
+            "-ntp",
+            "-f",
+            str(home / "pom.xml"),
+            f"-Dmaven.repo.local={root / 'repo'}",
+            f"{DEPENDENCY_PLUGIN}:copy-dependencies",
+            "-DincludeScope=runtime",
+            f"-DoutputDirectory={staging}",
+        ]
+        t0 = time.monotonic()
+        with open(log, "w") as out:
+            try:
+                rc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, timeout=timeout, check=False)
+            except subprocess.TimeoutExpired:
+                raise Unavailable(
+                    f"Maven did not fetch RocketMQ {version} within {timeout:.0f} s; see {log}"
+                ) from None
+        seconds = time.monotonic() - t0
+        if rc.returncode != 0 or not any(staging.glob("rocketmq-broker-*.jar")):
+            raise Unavailable(
+                f"Maven could not fetch RocketMQ {version} (exit {rc.returncode}); "
+                f"last lines of {log}:\n{tail(log, 25)}"
+            )
+        shutil.rmtree(lib, ignore_errors=True)
+        staging.rename(lib)
+        done.write_text(json.dumps({"version": version, "seconds": round(seconds, 1), "at": time.time()}))
+        return Dist(version, lib, seconds, fetched_now=True)
+
+
+# ----------------------------------------------------------------------------------------------- helpers
+def tail(path: Path, lines: int = 40) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - 64 * 1024))
+            return "\n".join(f.read().decode("utf-8", "replace").splitlines()[-lines:])
+    except OSError as e:
+        return f"(no log: {e})"
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def free_broker_port() -> int:
+    """A broker listenPort P whose neighbours are free too: the broker also binds P-2 (the "fast"/VIP
+    remoting server) and P+1 (HA)."""
+    for _ in range(200):
+        p = free_port()
+        if p > 1026 and p < 65534 and all(_bindable(q) for q in (p - 2, p - 1, p, p + 1)):
+            return p
+    raise RuntimeError("no free port with free neighbours")
+
+
+def port_open(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.5)
+        return s.connect_ex((host, port)) == 0
+
+
+def remoting_call(
+    addr: str, code: int, ext: dict | None = None, body: bytes = b"", timeout: float = 5.0
+) -> tuple[dict, bytes]:
+    """One remoting request (JSON header) to a name server or broker: (response header, body)."""
+    host, port = addr.rsplit(":", 1)
+    header = json.dumps(
+        {
+            "code": code,
+            "flag": 0,
+            "language": "JAVA",
+            "opaque": 1,
+            "serializeTypeCurrentRPC": "JSON",
+            "version": 401,
+            "extFields": ext or {},
+        }
+    ).encode()
+    frame = struct.pack(">ii", 4 + len(header) + len(body), len(header)) + header + body
+    with socket.create_connection((host, int(port)), timeout=timeout) as s:
+        s.sendall(frame)
+
+        def read(n: int) -> bytes:
+            buf = b""
+            while len(buf) < n:
+                chunk = s.recv(n - len(buf))
+                if not chunk:
+                    raise ConnectionError("connection closed")
+                buf += chunk
+            return buf
+
+        (length,) = struct.unpack(">i", read(4))
+        data = read(length)
+    (mark,) = struct.unpack(">i", data[:4])
+    hlen = mark & 0xFFFFFF
+    if mark >> 24 != 0:
+        raise ValueError("response header is not JSON")
+    return json.loads(data[4 : 4 + hlen]), data[4 + hlen :]
+
+
+# Remoting request codes (org.apache.rocketmq.remoting.protocol.RequestCode).
+UPDATE_AND_CREATE_TOPIC = 17
+GET_ROUTEINFO_BY_TOPIC = 105
+GET_BROKER_CLUSTER_INFO = 106
+UPDATE_AND_CREATE_SUBSCRIPTIONGROUP = 200
+
+
+def broker_registered(namesrv: str, broker_addr: str) -> bool:
+    try:
+        head, body = remoting_call(namesrv, GET_BROKER_CLUSTER_INFO, timeout=2.0)
+    except (OSError, ValueError):
+        return False
+    return head.get("code") == 0 and f'"{broker_addr}"' in body.decode("utf-8", "replace")
+
+
+def topic_status_total(out: str) -> int:
+    """Sum of (max offset - min offset) over the rows of `mqadmin topicStatus`."""
+    total = 0
+    for line in out.splitlines():
+        cols = line.split()
+        if len(cols) >= 5 and cols[1].isdigit() and cols[2].isdigit() and cols[3].isdigit():
+            total += int(cols[3]) - int(cols[2])
+    return total
+
+
+# ----------------------------------------------------------------------------------------------- processes
+@dataclass
+class JavaProcess:
+    name: str
+    popen: subprocess.Popen
+    log: Path
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def alive(self) -> bool:
+        return self.popen.poll() is None
+
+    def stop(self, grace: float = 3.0) -> None:
+        """SIGTERM (RocketMQ's shutdown hooks run), then SIGKILL after `grace` seconds; by pid only. A test
+        cluster's data is thrown away, so its hooks (which take 20 s and more) are not waited for."""
+        if self.popen.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.popen.pid, signal.SIGTERM)
+        try:
+            self.popen.wait(grace)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.popen.pid, signal.SIGKILL)
+            self.popen.wait(10)
+
+
+def _java_cmd(tools: dict[str, str], role: str, classpath: str, user_home: Path) -> list[str]:
+    cmd = [tools["java"], *HEAP[role], *COMMON_JVM_FLAGS, *JDK17_FLAGS]
+    cmd += [f"-Duser.home={user_home}", "-Drocketmq.broker.diskSpaceWarningLevelRatio=0.98"]
+    cmd += ["-cp", classpath]
+    if shutil.which("setpriv"):
+        # The JVM dies with the Python thread that started it, even when pytest itself is killed.
+        cmd = ["setpriv", "--pdeathsig", "KILL", "--", *cmd]
+    return cmd
+
+
+LOGBACK_4X = """<configuration>
+  <appender name="FILE" class="ch.qos.logback.core.FileAppender">
+    <file>{log}</file>
+    <encoder><pattern>%d{{HH:mm:ss.SSS}} %-5level %logger{{24}} - %msg%n</pattern></encoder>
+  </appender>
+  <root level="INFO"><appender-ref ref="FILE"/></root>
+</configuration>
+"""
+
+
+# ----------------------------------------------------------------------------------------------- cluster
+@dataclass
+class Cluster:
+    """One name server, one broker (`broker-a`, master) and, for 5.x, a proxy in cluster mode.
+
+    `broker_conf` entries override the defaults of `broker_properties()`.
+    """
+
+    dist: Dist
+    work_dir: Path
+    with_proxy: bool | None = None
+    broker_conf: dict[str, str] = field(default_factory=dict)
+    processes: list[JavaProcess] = field(default_factory=list)
+    namesrv_port: int = 0
+    broker_port: int = 0
+    grpc_port: int = 0
+    proxy_remoting_port: int = 0
+    start_seconds: float = 0.0
+    _tools: dict[str, str] = field(default_factory=dict)
+    _drivers: Path | None = None
+
+    # -- addresses
+    @property
+    def namesrv(self) -> str:
+        return f"127.0.0.1:{self.namesrv_port}"
+
+    @property
+    def broker_addr(self) -> str:
+        return f"127.0.0.1:{self.broker_port}"
+
+    @property
+    def proxy_endpoint(self) -> str:
+        """The proxy's gRPC v2 endpoint (what the connector's `endpoints` option takes)."""
+        if not self.grpc_port:
+            raise RuntimeError(f"RocketMQ {self.dist.version} runs no proxy")
+        return f"127.0.0.1:{self.grpc_port}"
+
+    @property
+    def home(self) -> Path:
+        return self.work_dir / "home"
+
+    def broker_properties(self) -> dict[str, str]:
+        store = self.work_dir / "store"
+        props = {
+            "brokerClusterName": CLUSTER_NAME,
+            "brokerName": BROKER_NAME,
+            "brokerId": "0",
+            "brokerRole": "ASYNC_MASTER",
+            "flushDiskType": "ASYNC_FLUSH",
+            "brokerIP1": "127.0.0.1",
+            "brokerIP2": "127.0.0.1",
+            "namesrvAddr": self.namesrv,
+            "listenPort": str(self.broker_port),
+            "storePathRootDir": str(store),
+            "storePathCommitLog": str(store / "commitlog"),
+            "autoCreateTopicEnable": "true",
+            "autoCreateSubscriptionGroup": "true",
+            "defaultTopicQueueNums": "8",
+            "mappedFileSizeCommitLog": str(64 * 1024 * 1024),
+            "mappedFileSizeConsumeQueue": str(300_000 * 20 // 10),
+            "diskMaxUsedSpaceRatio": "95",
+            "enablePropertyFilter": "true",
+            "deleteWhen": "04",
+            # Short delay levels: retries of remoting push consumers come back after seconds, not minutes.
+            "messageDelayLevel": "1s 1s 2s 2s 3s 3s 4s 4s 5s 5s 6s 6s 7s 7s 8s 8s 9s 9s",
+            # Transaction check-back soon after a half message is left unresolved.
+            "transactionTimeOut": "3000",
+            "transactionCheckInterval": "2000",
+        }
+        if self.dist.major >= 5:
+            props.update(
+                {
+                    "bindAddress": "127.0.0.1",  # 4.x always binds every interface
+                    "mappedFileSizeTimerLog": str(16 * 1024 * 1024),
+                    "timerWheelEnable": "true",
+                }
+            )
+        props.update(self.broker_conf)
+        return props
+
+    # -- lifecycle
+    def start(self, timeout: float = 180.0) -> Cluster:
+        self._tools = require_tools()
+        if self.with_proxy is None:
+            self.with_proxy = self.dist.has_proxy
+        t0 = time.monotonic()
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        (self.home / "conf").mkdir(parents=True, exist_ok=True)
+        self.namesrv_port = free_port()
+        self.broker_port = free_broker_port()
+        deadline = time.monotonic() + timeout
+        try:
+            ns = self._spawn("namesrv", "org.apache.rocketmq.namesrv.NamesrvStartup", self._namesrv_args())
+            self._wait(ns, lambda: port_open(self.namesrv_port), deadline, "the name server port")
+            conf = self.work_dir / "broker.conf"
+            conf.write_text("".join(f"{k}={v}\n" for k, v in self.broker_properties().items()))
+            broker = self._spawn(
+                "broker", "org.apache.rocketmq.broker.BrokerStartup", ["-c", str(conf), "-n", self.namesrv]
+            )
+            self._wait(
+                broker,
+                lambda: broker_registered(self.namesrv, self.broker_addr),
+                deadline,
+                f"the broker to register {self.broker_addr} with the name server",
+            )
+            if self.with_proxy:
+                self.grpc_port, self.proxy_remoting_port = free_port(), free_port()
+                pconf = self.work_dir / "proxy.json"
+                pconf.write_text(
+                    json.dumps(
+                        {
+                            "rocketMQClusterName": CLUSTER_NAME,
+                            "namesrvAddr": self.namesrv,
+                            "grpcServerPort": self.grpc_port,
+                            "remotingListenPort": self.proxy_remoting_port,
+                        },
+                        indent=1,
+                    )
+                )
+                proxy = self._spawn(
+                    "proxy",
+                    "org.apache.rocketmq.proxy.ProxyStartup",
+                    ["-pm", "cluster", "-pc", str(pconf), "-n", self.namesrv],
+                )
+                self._wait(proxy, lambda: port_open(self.grpc_port), deadline, "the proxy's gRPC port")
+        except BaseException:
+            self.stop()
+            raise
+        self.start_seconds = time.monotonic() - t0
+        return self
+
+    def _namesrv_args(self) -> list[str]:
+        conf = self.work_dir / "namesrv.conf"
+        bind = "bindAddress=127.0.0.1\n" if self.dist.major >= 5 else ""
+        conf.write_text(f"listenPort={self.namesrv_port}\n{bind}")
+        return ["-c", str(conf)]
+
+    def _spawn(self, role: str, main: str, args: Sequence[str]) -> JavaProcess:
+        log = self.work_dir / f"{role}.out"
+        user_home = self.work_dir / f"{role}-home"
+        user_home.mkdir(exist_ok=True)
+        cmd = _java_cmd(self._tools, role, self.dist.classpath, user_home)
+        cmd += [f"-Drocketmq.home.dir={self.home}"]
+        if self.dist.major >= 5:
+            cmd += [f"-Drmq.logback.configurationFile=rmq.{role}.logback.xml"]
+        else:
+            conf = {"namesrv": "logback_namesrv.xml", "broker": "logback_broker.xml"}[role]
+            (self.home / "conf" / conf).write_text(LOGBACK_4X.format(log=self.work_dir / f"{role}.log"))
+        cmd += [main, *args]
+        env = {**os.environ, "ROCKETMQ_HOME": str(self.home)}
+        with open(log, "ab") as out:
+            out.write(f"$ {' '.join(cmd)}\n".encode())
+            out.flush()
+            popen = subprocess.Popen(
+                cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=user_home, env=env
+            )
+        proc = JavaProcess(role, popen, log)
+        self.processes.append(proc)
+        return proc
+
+    def _wait(self, proc: JavaProcess, ready, deadline: float, what: str) -> None:
+        while time.monotonic() < deadline:
+            if not proc.alive():
+                raise StartFailed(
+                    f"RocketMQ {self.dist.version} {proc.name} (pid {proc.pid}) exited with "
+                    f"{proc.popen.returncode} before {what}; last lines of {proc.log}:\n{tail(proc.log)}"
+                    f"{self._inner_log_tail(proc)}"
+                )
+            if ready():
+                return
+            time.sleep(0.25)
+        raise StartFailed(
+            f"RocketMQ {self.dist.version} {proc.name} (pid {proc.pid}): timed out waiting for {what}; "
+            f"last lines of {proc.log}:\n{tail(proc.log)}{self._inner_log_tail(proc)}"
+        )
+
+    def _inner_log_tail(self, proc: JavaProcess) -> str:
+        """The tail of the process's own RocketMQ log (under its user.home), where the cause usually is."""
+        logs = sorted(
+            (self.work_dir / f"{proc.name}-home" / "logs").rglob("*.log"),
+            key=lambda p: p.stat().st_mtime,
+        )
+        own = self.work_dir / f"{proc.name}.log"
+        if own.exists():
+            logs.append(own)
+        if not logs:
+            return ""
+        return f"\n--- last lines of {logs[-1]}:\n{tail(logs[-1], 30)}"
+
+    def stop(self, grace: float = 3.0) -> None:
+        """SIGTERM to every JVM of the cluster, SIGKILL to those still alive after `grace` s (by pid)."""
+        for proc in reversed(self.processes):
+            if proc.alive():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        for proc in reversed(self.processes):
+            proc.stop(grace=max(0.1, deadline - time.monotonic()))
+        self.processes.clear()
+
+    def __enter__(self) -> Cluster:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def logs(self) -> list[Path]:
+        return sorted(self.work_dir.glob("*.out")) + sorted(self.work_dir.rglob("logs/**/*.log"))
+
+    # -- admin
+    def mqadmin(self, *args: str, timeout: float = 120.0, check: bool = True) -> str:
+        """One `mqadmin` command (MQAdminStartup); `-n <name server>` is added. Returns its stdout."""
+        return self.mqadmin_batch([list(args)], timeout=timeout, check=check)[0]
+
+    def mqadmin_batch(self, commands: Iterable[Sequence[str]], timeout: float = 180.0, check: bool = True):
+        """Several `mqadmin` commands in one JVM (tests/real/java/MqAdminBatch.java): their stdouts."""
+        commands = [[*c, "-n", self.namesrv] for c in commands]
+        lines = [json.dumps(c) for c in commands]
+        out = self._run_java("MqAdminBatch", [], stdin="\n".join(lines) + "\n", timeout=timeout, role="tools")
+        parts = re.split(r"^@@mqadmin-end (\d+)$\n?", out, flags=re.M)
+        results = [parts[i] for i in range(0, len(parts) - 1, 2)]
+        if len(results) != len(commands):
+            raise RuntimeError(f"mqadmin batch printed {len(results)} results for {len(commands)}:\n{out}")
+        if check:
+            for c, r in zip(commands, results, strict=True):
+                if "Exception" in r or "not exist" in r:
+                    raise RuntimeError(f"mqadmin {' '.join(c)} failed:\n{r}")
+        return results
+
+    def create_topics(self, topics: Iterable[tuple[str, int, str | None]] | Iterable[str]) -> None:
+        """`mqadmin updateTopic` for each (name, queues, message type or None); a bare name = 8 queues.
+        The message type (5.x topic attribute `message.type`) is what the proxy checks sends against."""
+        cmds = []
+        for t in topics:
+            name, queues, mtype = (t, 8, None) if isinstance(t, str) else t
+            cmd = ["updateTopic", "-c", CLUSTER_NAME, "-t", name, "-r", str(queues), "-w", str(queues)]
+            if mtype and self.dist.major >= 5:
+                cmd += ["-a", f"+message.type={mtype}"]
+            cmds.append(cmd)
+        outs = self.mqadmin_batch(cmds)
+        for c, out in zip(cmds, outs, strict=True):
+            if "success" not in out.lower():
+                raise RuntimeError(f"mqadmin {' '.join(c)} did not succeed:\n{out}")
+
+    def create_group(self, group: str, retry_max_times: int | None = None, orderly: bool = False) -> None:
+        """`mqadmin updateSubGroup`: the group's retries before its DLQ (gRPC consumers get
+        retry_max_times + 1 deliveries) and its FIFO (`consumeMessageOrderly`) mode."""
+        cmd = ["updateSubGroup", "-c", CLUSTER_NAME, "-g", group]
+        if retry_max_times is not None:
+            cmd += ["-r", str(retry_max_times)]
+        if orderly:
+            cmd += ["-o", "true"]
+        out = self.mqadmin(*cmd)
+        if "success" not in out.lower():
+            raise RuntimeError(f"mqadmin {' '.join(cmd)} did not succeed:\n{out}")
+
+    def update_topic(
+        self, name: str, queues: int = 8, message_type: str | None = None, timeout: float = 30
+    ) -> None:
+        """What `mqadmin updateTopic` sends (UPDATE_AND_CREATE_TOPIC to the broker), without a JVM start,
+        then waits until the name server routes the topic. For tests creating many topics."""
+        ext = {
+            "topic": name,
+            "defaultTopic": "TBW102",
+            "readQueueNums": str(queues),
+            "writeQueueNums": str(queues),
+            "perm": "6",
+            "topicFilterType": "SINGLE_TAG",
+            "topicSysFlag": "0",
+            "order": "false",
+        }
+        if message_type and self.dist.major >= 5:
+            ext["attributes"] = f"+message.type={message_type}"
+        head, _ = remoting_call(self.broker_addr, UPDATE_AND_CREATE_TOPIC, ext, timeout=10)
+        if head.get("code") != 0:
+            raise RuntimeError(f"UPDATE_AND_CREATE_TOPIC {name}: {head.get('code')} {head.get('remark')}")
+        deadline = time.monotonic() + timeout
+        while remoting_call(self.namesrv, GET_ROUTEINFO_BY_TOPIC, {"topic": name})[0].get("code") != 0:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the name server has no route for {name} after {timeout} s")
+            time.sleep(0.1)
+
+    def update_group(self, group: str, retry_max_times: int = 16, orderly: bool = False) -> None:
+        """What `mqadmin updateSubGroup` sends (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP to the broker)."""
+        config = {
+            "groupName": group,
+            "consumeEnable": True,
+            "consumeFromMinEnable": True,
+            "consumeBroadcastEnable": True,
+            "consumeMessageOrderly": orderly,
+            "retryQueueNums": 1,
+            "retryMaxTimes": retry_max_times,
+            "brokerId": 0,
+            "whichBrokerWhenConsumeSlowly": 1,
+            "notifyConsumerIdsChangedEnable": True,
+        }
+        head, _ = remoting_call(
+            self.broker_addr, UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {}, json.dumps(config).encode(), timeout=10
+        )
+        if head.get("code") != 0:
+            raise RuntimeError(
+                f"UPDATE_AND_CREATE_SUBSCRIPTIONGROUP {group}: {head.get('code')} {head.get('remark')}"
+            )
+
+    # -- Java drivers
+    def drivers_dir(self) -> Path:
+        """tests/real/java/*.java compiled against this version's jars (once per cluster)."""
+        if self._drivers is None:
+            out = self.work_dir / "drivers"
+            out.mkdir(exist_ok=True)
+            sources = sorted(str(p) for p in JAVA_DIR.glob("*.java"))
+            r = subprocess.run(
+                [self._tools["javac"], "-nowarn", "-cp", self.dist.classpath, "-d", str(out), *sources],
+                capture_output=True,
+                text=True,
+                timeout=300,
+                check=False,
+            )
+            if r.returncode != 0:
+                raise RuntimeError(
+                    f"javac of the drivers failed against RocketMQ {self.dist.version}:\n{r.stderr}"
+                )
+            self._drivers = out
+        return self._drivers
+
+    def _run_java(
+        self, main: str, args: Sequence[str], stdin: str | None = None, timeout: float = 120.0, role="driver"
+    ) -> str:
+        user_home = self.work_dir / "driver-home"
+        user_home.mkdir(exist_ok=True)
+        classpath = f"{self.drivers_dir()}{os.pathsep}{self.dist.classpath}"
+        cmd = [*_java_cmd(self._tools, role, classpath, user_home), f"-Drocketmq.home.dir={self.home}"]
+        if self.dist.major >= 5:
+            cmd += ["-Drmq.logback.configurationFile=rmq.tools.logback.xml"]
+        else:
+            (self.home / "conf" / "logback_tools.xml").write_text(
+                LOGBACK_4X.format(log=self.work_dir / "tools.log")
+            )
+        cmd += [main, *args]
+        env = {**os.environ, "ROCKETMQ_HOME": str(self.home), "NAMESRV_ADDR": self.namesrv}
+        try:
+            r = subprocess.run(
+                cmd,
+                input=stdin,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                env=env,
+                cwd=user_home,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as e:
+            raise RuntimeError(
+                f"{main} {' '.join(args)} timed out after {timeout} s; stderr:\n{e.stderr}"
+            ) from None
+        if r.returncode != 0:
+            raise RuntimeError(f"{main} {' '.join(args)} exited {r.returncode}; stderr:\n{r.stderr[-4000:]}")
+        return r.stdout
+
+    def java_driver(self, main: str, *args: str, timeout: float = 180.0) -> list[dict]:
+        """Runs a driver of tests/real/java/ (`-n` name server first); its JSON lines, parsed."""
+        out = self._run_java(main, [self.namesrv, *args], timeout=timeout)
+        return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
+# ----------------------------------------------------------------------------------------------- CLI
+def _interrupt(*_: object) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import argparse
+
+    p = argparse.ArgumentParser(
+        prog="rocketmq.sh", description="Fetch and run real Apache RocketMQ (for the realbroker tests)."
+    )
+    sub = p.add_subparsers(dest="cmd", required=True)
+    f = sub.add_parser("fetch", help="resolve the jars of the 5.x and 4.x versions into the cache")
+    f.add_argument("--version", action="append", help=f"default: {ROCKETMQ5_VERSION} and {ROCKETMQ4_VERSION}")
+    s = sub.add_parser("start", help="start a cluster and keep it running until Ctrl-C")
+    s.add_argument("--version", default=ROCKETMQ5_VERSION)
+    s.add_argument("--no-proxy", action="store_true")
+    s.add_argument("--topic", action="append", default=[], help="NAME[:QUEUES[:MESSAGE_TYPE]] to create")
+    s.add_argument("--dir", help="work directory (default: a new temporary one)")
+    sub.add_parser("versions", help="print the pinned versions and the cache location")
+    a = p.parse_args(argv)
+
+    if a.cmd == "versions":
+        print(
+            json.dumps(
+                {"rocketmq5": ROCKETMQ5_VERSION, "rocketmq4": ROCKETMQ4_VERSION, "cache": str(cache_root())}
+            )
+        )
+        return 0
+    if a.cmd == "fetch":
+        for v in a.version or [ROCKETMQ5_VERSION, ROCKETMQ4_VERSION]:
+            t0 = time.monotonic()
+            d = fetch(v)
+            took = time.monotonic() - t0
+            state = "fetched" if d.fetched_now else f"cached (first fetch took {d.fetch_seconds:.1f} s)"
+            print(f"RocketMQ {v}: {state} in {took:.1f} s, {len(list(d.lib.glob('*.jar')))} jars in {d.lib}")
+        return 0
+    dist = fetch(a.version)
+    work = Path(a.dir) if a.dir else Path(tempfile.mkdtemp(prefix=f"rocketmq-{a.version}-"))
+    cluster = Cluster(dist, work, with_proxy=False if a.no_proxy else None)
+    cluster.start()
+    try:
+        topics = []
+        for t in a.topic:
+            name, *rest = t.split(":")
+            topics.append((name, int(rest[0]) if rest else 8, rest[1] if len(rest) > 1 else None))
+        if topics:
+            cluster.create_topics(topics)
+        print(f"RocketMQ {a.version} started in {cluster.start_seconds:.1f} s (work dir {work})")
+        print(f"name server: {cluster.namesrv}")
+        print(f"broker: {cluster.broker_addr}")
+        if cluster.grpc_port:
+            print(f"proxy gRPC (endpoints): {cluster.proxy_endpoint}")
+            print(f"proxy remoting: 127.0.0.1:{cluster.proxy_remoting_port}")
+        print("pids: " + ", ".join(f"{p.name}={p.pid}" for p in cluster.processes))
+        print("Ctrl-C stops it.", flush=True)
+        signal.signal(signal.SIGTERM, _interrupt)
+        while all(p.alive() for p in cluster.processes):
+            time.sleep(1)
+        print("a process exited: " + ", ".join(f"{p.name}={p.popen.returncode}" for p in cluster.processes))
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        cluster.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
