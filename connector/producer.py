@@ -4,8 +4,8 @@ acknowledged, through a `connector.clients.RocketMQClient`.
 * Requests hold up to `batchSize` messages / `batchBytes` encoded bytes of one topic and go to ONE queue
   (the client's encoder writes the queue into the request at each attempt). RocketMQ sends a batch to one
   queue, so each `send()` spreads its messages over the topic's writable queues in turn: its rows are cut
-  into requests of at most ceil(rows / writable queues) messages (10,000 rows over 8 queues: 8 requests
-  of 1,250), each going to the next queue of the round robin. Messages the protocol can only send alone
+  into requests of at most ceil(rows / writable queues) messages, but not below 32 (10,000 rows over 8
+  queues: 8 requests of 1,250), each going to the next queue of the round robin. Messages the protocol can only send alone
   (`EncodedRows.alone`) get a request each.
 * The queue of a request comes from the topic's `QueueSelector` (round robin and fault latency, as
   apache/rocketmq's `MQFaultStrategy`) at each attempt; rows with a `messageGroup` go to the queue the group
@@ -55,6 +55,8 @@ ROUTE_TTL_S = 30.0
 ROUTE_TIMEOUT_MS = 10_000
 BACKOFF_INITIAL_S = 0.01  # the proxy's producer backoff: 10 ms, ×2, at most 1 s
 BACKOFF_MAX_S = 1.0
+#: Spreading never cuts requests below this many messages (a handful of rows stays one request).
+SPREAD_MIN_MESSAGES = 32
 
 
 # ------------------------------------------------------------------------------------------ routes
@@ -335,7 +337,8 @@ class Producer:
         sizes = rows.sizes if idx is None else rows.sizes[idx]
         count = None
         if fixed is None:  # spread over the writable queues in turn: one request per queue at most
-            count = min(self.options.batch_size, -(-len(sizes) // max(len(route.queues), 1)))
+            per_queue = -(-len(sizes) // max(len(route.queues), 1))
+            count = min(self.options.batch_size, max(per_queue, SPREAD_MIN_MESSAGES))
         for a, b in self._chunks(sizes, count):
             part: slice | list[int] = slice(a, b) if idx is None else idx[a:b]
             yield _Request(route, rows, part, int(sizes[a:b].sum()), fixed)

@@ -99,9 +99,10 @@ _PULL_CODES = {
     _R.PULL_RETRY_IMMEDIATELY: PullStatus.NO_MATCHED_MSG,
     _R.PULL_OFFSET_MOVED: PullStatus.OFFSET_ILLEGAL,
 }
-DEFAULT_TOPIC = (
-    "TBW102"  # the template topic of auto-created topics (`TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC`)
-)
+#: The template topic of auto-created topics (`TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC`).
+DEFAULT_TOPIC = "TBW102"
+#: The group of the pulls that read one message's store time (offsets by timestamp).
+TIME_PROBE_GROUP = "spark-rocketmq-time-probe"
 
 
 def code_name(code: int) -> str:
@@ -415,7 +416,46 @@ class RemotingClient(RocketMQClient):
         resp = self._broker_call(
             queue, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, h, timeout_ms, "SEARCH_OFFSET_BY_TIMESTAMP"
         )
-        return self._int_field(resp, "offset", "SEARCH_OFFSET_BY_TIMESTAMP")
+        guess = self._int_field(resp, "offset", "SEARCH_OFFSET_BY_TIMESTAMP")
+        return self._first_stored_at_or_after(queue, ts_ms, guess, timeout_ms)
+
+    def _store_time(self, queue: RouteEntry, offset: int, timeout_ms: int) -> int | None:
+        """The store timestamp (ms) of the message at `offset`, None when there is none."""
+        sub = self._sub_pull(queue, offset, 1, TIME_PROBE_GROUP, None, timeout_ms, 0, 0)
+        if sub.status != PullStatus.FOUND or not len(sub.body):
+            return None
+        batch = decode_stored(sub.body, derive=False)
+        if not batch.num_rows or batch.column("queue_offset")[0].as_py() != offset:
+            return None
+        return batch.column("store_timestamp").cast(pa.int64())[0].as_py()
+
+    def _first_stored_at_or_after(self, queue: RouteEntry, ts_ms: int, guess: int, timeout_ms: int) -> int:
+        """Checks the broker's answer against the stored times: 5.x answers the first offset stored at or
+        after `ts_ms` (BoundaryType.LOWER), but 4.x answers the offset whose time is *closest* (possibly
+        before it, or the last message when all are older). One probe of the neighbours settles the usual
+        case; otherwise a binary search on store times (non-decreasing within a queue) finds it."""
+        lo, hi = self.min_offset(queue, timeout_ms), self.max_offset(queue, timeout_ms)
+        if hi <= lo:
+            return hi
+        guess = min(max(guess, lo), hi)
+
+        def at_or_after(offset: int) -> bool:  # offset's message is stored at or after ts (hi: yes)
+            if offset >= hi:
+                return True
+            t = self._store_time(queue, offset, timeout_ms)
+            return True if t is None else t >= ts_ms
+
+        if at_or_after(guess) and (guess == lo or not at_or_after(guess - 1)):
+            return guess
+        # binary search for the first offset in [lo, hi] that is at or after ts_ms
+        left, right = lo, hi
+        while left < right:
+            mid = (left + right) // 2
+            if at_or_after(mid):
+                right = mid
+            else:
+                left = mid + 1
+        return left
 
     def get_committed(
         self, group: str, queue: RouteEntry, timeout_ms: int = DEFAULT_TIMEOUT_MS
