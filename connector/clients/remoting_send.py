@@ -79,6 +79,24 @@ DELAY_LEVELS_MS = tuple(
 )
 
 
+_LIST = pa.list_(pa.string())
+_MAP = pa.map_(pa.string(), pa.string())
+
+
+def _is_list(arr: pa.Array) -> bool:
+    return pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type)
+
+
+def _plain(arr: pa.Array | None, typ: pa.DataType) -> pa.Array | None:
+    """`arr` as `typ` (nullable children: Spark's columns have non-null ones) and unsliced, which the
+    codec's column builders expect."""
+    if arr is None:
+        return None
+    if arr.type != typ:
+        arr = arr.cast(typ)
+    return pa.concat_arrays([arr]) if arr.offset else arr
+
+
 def delay_level(delay_ms: int) -> int:
     """The smallest default delay level (1..18) whose delay is at least `delay_ms` (18 beyond 2 h; 0: none)."""
     if delay_ms <= 0:
@@ -157,9 +175,12 @@ class RemotingSendEncoder(SendEncoder):
     def encode(self, rows: CheckedRows) -> RemotingEncodedRows:
         n = len(rows)
         self._born_ms = rows.born_ms
-        keys = rows.keys
         props = build_properties_column(
-            n, uniq_keys=self._ids.many(n), tags=rows.tags, keys=keys, user=rows.properties
+            n,
+            uniq_keys=self._ids.many(n),
+            tags=_plain(rows.tags, pa.string()),
+            keys=_plain(rows.keys, _LIST if rows.keys is not None and _is_list(rows.keys) else pa.string()),
+            user=_plain(rows.properties, _MAP),
         )
         if rows.groups is not None:
             groups = pc.fill_null(
