@@ -202,8 +202,16 @@ def test_durations(text: str, ms: int) -> None:
 # ------------------------------------------------------------------------------------------ errors (table)
 READER_ERRORS: list[tuple[dict[str, str], bool, str]] = [
     ({"endpoints": None}, True, "exactly one of options 'nameServer' and 'endpoints' is required (neither"),
-    ({"nameServer": "127.0.0.1:9876"}, True, "exactly one of options 'nameServer' and 'endpoints' is required (both"),
-    ({"endpoints": None, "nameServer": "ns"}, True, "option 'nameServer'='ns' is invalid: expected 'host:port'"),
+    (
+        {"nameServer": "127.0.0.1:9876"},
+        True,
+        "exactly one of options 'nameServer' and 'endpoints' is required (both",
+    ),
+    (
+        {"endpoints": None, "nameServer": "ns"},
+        True,
+        "option 'nameServer'='ns' is invalid: expected 'host:port'",
+    ),
     ({"endpoints": "localhost"}, True, "option 'endpoints'='localhost' is invalid: expected 'host:port'"),
     ({"endpoints": "h:0"}, True, "port from 1 to 65535"),
     ({"endpoints": "h:80x"}, True, "'host:port'"),
