@@ -80,6 +80,9 @@ BACKOFF_MAX_S = 1.0
 LONG_POLL_SLACK_S = 6.0
 #: Sub-pulls in flight at once when the broker caps what one PULL_MESSAGE returns.
 PULL_WINDOW = 16
+#: Bytes of stored messages one `pull()` gathers at most when the caller sets no `max_bytes` (bounded
+#: memory with large messages: a broker answers at least one message per request, whatever its size).
+PULL_MAX_BYTES = 32 * 1024 * 1024
 
 _R = ResponseCode
 #: Codes worth another attempt (the same or another server) before the deadline.
@@ -111,6 +114,13 @@ def code_name(code: int) -> str:
         return ResponseCode(code).name
     except ValueError:
         return f"CODE_{code}"
+
+
+def code_name_of_request(code: int) -> str:
+    try:
+        return RequestCode(code).name
+    except ValueError:
+        return f"request {code}"
 
 
 def _access_kind(code: int, remark: str) -> ErrorKind | None:
@@ -210,6 +220,8 @@ class RemotingClient(RocketMQClient):
         """One request and its response; connection failures and timeouts raise `_Transient`."""
         try:
             conn = self._pool.get(address, min(timeout_s, 3.0))
+        except ssl.SSLError as e:  # a configuration problem, not worth retrying
+            raise ConnectorError(self._tls_hint(address, code_name_of_request(code), str(e))) from None
         except OSError as e:
             raise _Transient(f"{address}: cannot connect ({e})") from None
         try:
@@ -269,8 +281,6 @@ class RemotingClient(RocketMQClient):
                     last = str(e)
                     log.debug("%s attempt %d failed (%s); retrying", rpc, attempts, last)
                     continue
-                except ssl.SSLError as e:
-                    raise ConnectorError(self._tls_hint(address, rpc, str(e))) from None
                 if on_success is not None:
                     on_success(address)
                 return resp, address
@@ -596,9 +606,20 @@ class RemotingClient(RocketMQClient):
         if first.max_offset >= 0:
             limit = min(limit, first.max_offset)
         overlap = False
-        if span > 0 and cursor < limit and (max_bytes <= 0 or len(first.body) < max_bytes):
+        byte_cap = max_bytes if max_bytes > 0 else PULL_MAX_BYTES
+        if span > 0 and cursor < limit and len(first.body) < byte_cap:
             cursor, overlap = self._pipeline(
-                queue, cursor, span, limit, group, filter, timeout_ms, max_bytes, len(first.body), bodies
+                queue,
+                cursor,
+                span,
+                limit,
+                group,
+                filter,
+                timeout_ms,
+                max_bytes,
+                byte_cap,
+                len(first.body),
+                bodies,
             )
         table = stored_to_table(bodies, filter, dedupe=overlap) if bodies else MESSAGE_SCHEMA.empty_table()
         status = PullStatus.FOUND if table.num_rows else PullStatus.NO_MATCHED_MSG
@@ -616,6 +637,7 @@ class RemotingClient(RocketMQClient):
         flt: FilterSpec | None,
         timeout_ms: int,
         max_bytes: int,
+        byte_cap: int,
         nbytes: int,
         bodies: list[memoryview | bytes],
     ) -> tuple[int, bool]:
@@ -625,7 +647,7 @@ class RemotingClient(RocketMQClient):
         deadline = time.monotonic() + timeout_ms / 1000.0
         overlap = False
         while cursor < limit:
-            if max_bytes > 0 and nbytes >= max_bytes:
+            if nbytes >= byte_cap:
                 break
             starts = list(range(cursor, limit, span))[:PULL_WINDOW]
             pending: list[tuple[int, Future[RemotingCommand], RemotingConnection, str]] = []
@@ -671,13 +693,13 @@ class RemotingClient(RocketMQClient):
                     nbytes += len(sub.body)
                 cursor = sub.next_offset
                 progressed = True
-                if max_bytes > 0 and nbytes >= max_bytes:
+                if nbytes >= byte_cap:
                     broken = True
             if not progressed:
                 break
             if broken:
                 # fall back to one full request from the cursor: it tells the new span
-                if time.monotonic() >= deadline:
+                if time.monotonic() >= deadline or nbytes >= byte_cap:
                     break
                 sub = self._sub_pull(queue, cursor, limit - cursor, group, flt, timeout_ms, 0, max_bytes)
                 if (

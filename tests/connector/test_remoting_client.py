@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -20,7 +21,7 @@ from connector.clients import PullStatus
 from connector.clients.remoting import RemotingClient, stored_to_table
 from connector.clients.remoting_connection import ConnectionPool
 from connector.config import ClientConfig, FilterSpec
-from connector.errors import AccessDeniedError, RetriesExhaustedError, RocketMQError
+from connector.errors import AccessDeniedError, ConnectorError, RetriesExhaustedError, RocketMQError
 from connector.queues import MessageQueue, RouteEntry
 from connector.schema import ARROW_SCHEMA, to_record_batches
 from rocketmq_protocol.message_schema import MESSAGE_SCHEMA
@@ -29,6 +30,7 @@ from rocketmq_protocol.remoting.frames import FrameSplitter, RemotingCommand, en
 from rocketmq_protocol.remoting.message_codec import encode_stored
 from rocketmq_protocol.remoting.properties import build_properties_column, encode_properties
 from rocketmq_protocol.remoting.route import BrokerData, QueueData, TopicRouteData
+from tests.emulator.test_security import certificate  # noqa: F401  (the self-signed certificate fixture)
 
 Handler = Callable[[RemotingCommand], RemotingCommand | None]
 
@@ -36,8 +38,9 @@ Handler = Callable[[RemotingCommand], RemotingCommand | None]
 class FakeServer:
     """A remoting server on a free loopback port; `handler(cmd)` returns the response (None: no answer)."""
 
-    def __init__(self, handler: Handler) -> None:
+    def __init__(self, handler: Handler, tls: ssl.SSLContext | None = None) -> None:
         self.handler = handler
+        self.tls = tls
         self.requests: list[RemotingCommand] = []
         self._sock = socket.socket()
         self._sock.bind(("127.0.0.1", 0))
@@ -60,6 +63,9 @@ class FakeServer:
         splitter = FrameSplitter()
         lock = threading.Lock()
         with contextlib.suppress(OSError):
+            if self.tls is not None:
+                conn = self.tls.wrap_socket(conn, server_side=True)
+                self._conns.append(conn)
             while True:
                 data = conn.recv(65536)
                 if not data:
@@ -87,11 +93,11 @@ class FakeServer:
 
 
 @pytest.fixture
-def servers() -> Iterator[Callable[[Handler], FakeServer]]:
+def servers() -> Iterator[Callable[..., FakeServer]]:
     started: list[FakeServer] = []
 
-    def start(handler: Handler) -> FakeServer:
-        s = FakeServer(handler)
+    def start(handler: Handler, tls: ssl.SSLContext | None = None) -> FakeServer:
+        s = FakeServer(handler, tls)
         started.append(s)
         return s
 
@@ -357,3 +363,37 @@ def test_stored_messages_convert_to_the_readers_schema() -> None:
         2,
         [("a", "b")],
     )
+
+
+def test_tls_with_the_cas_certificate_and_a_clear_error_without_tls(servers, certificate) -> None:  # noqa: F811
+    cert_pem, key_pem, cert_file = certificate
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    key_file = cert_file.with_name("key.pem")
+    key_file.write_bytes(key_pem)
+    ctx.load_cert_chain(cert_file, key_file)
+    srv = servers(lambda cmd: cmd.response(0, ext_fields={"offset": "3"}), tls=ctx)
+    q = RouteEntry(MessageQueue("t", "broker-a", 0), srv.address)
+    client = RemotingClient(ClientConfig(name_server="127.0.0.1:1", tls=True, tls_ca_pem=cert_pem))
+    assert client.max_offset(q, timeout_ms=5000) == 3
+    untrusted = RemotingClient(ClientConfig(name_server="127.0.0.1:1", tls=True))
+    with pytest.raises(ConnectorError, match=r"TLS handshake failed.*tlsCaFile"):
+        untrusted.max_offset(q, timeout_ms=3000)
+    plain = RemotingClient(ClientConfig(name_server="127.0.0.1:1"))
+    with pytest.raises(RetriesExhaustedError, match="set option 'tls' to 'true'"):
+        plain.max_offset(q, timeout_ms=1500)
+    for c in (client, untrusted, plain):
+        c.close()
+
+
+def test_one_pull_gathers_a_bounded_number_of_bytes(servers, monkeypatch) -> None:
+    import connector.clients.remoting as remoting
+
+    monkeypatch.setattr(remoting, "PULL_MAX_BYTES", 64 * 1024)  # ~260 records of ~250 bytes
+    srv = servers(CappedBroker(5000))
+    client = RemotingClient(ClientConfig(name_server="127.0.0.1:1"))
+    q = RouteEntry(MessageQueue("t", "broker-a", 0), srv.address)
+    res = client.pull(q, 0, 5000, group="g")
+    n = res.table.num_rows
+    assert 200 < n < 5000 and res.next_offset == n
+    assert res.table.column("queue_offset").to_pylist() == list(range(n))
+    client.close()
