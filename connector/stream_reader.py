@@ -24,7 +24,7 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from .allocation import delay_batch, rate_limit
+from .admission import delay_batch, rate_limit
 from .clients import RocketMQClient, get_client
 from .data_loss import report_data_loss
 from .errors import ConnectorError

@@ -1,4 +1,4 @@
-"""connector.allocation: RocketMQ's queue allocation (`AllocateMessageQueueAveragely`/`...ByCircle` worked examples), Kafka's range
+"""connector.allocation and connector.admission: RocketMQ's queue allocation (`AllocateMessageQueueAveragely`/`...ByCircle` worked examples), Kafka's range
 splitting (Spark's `KafkaOffsetRangeCalculator`), the partition planner (docs/design.md, 'Offsets') and the rate limiter (Spark's `KafkaMicroBatchStream` rate limit)."""
 
 from __future__ import annotations
@@ -7,14 +7,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from connector.admission import delay_batch, rate_limit
 from connector.allocation import (
     AVERAGELY,
     AVERAGELY_BY_CIRCLE,
     allocate,
     allocate_all,
-    delay_batch,
     plan_partitions,
-    rate_limit,
     split_ranges,
 )
 from connector.queues import MessageQueue, OffsetRange

@@ -22,7 +22,8 @@ from typing import Any
 
 import grpc
 from google.protobuf import duration_pb2, timestamp_pb2
-from v2stubs import d, s, sg
+
+from tests.real.v2stubs import d, s, sg
 
 
 # ----------------------------------------------------------------------------------------------- targets

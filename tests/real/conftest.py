@@ -12,7 +12,8 @@ import time
 from collections.abc import Iterator
 
 import pytest
-import realcluster as rc
+
+from tests.real import realcluster as rc
 
 
 def _unavailable(reason: str):

@@ -9,11 +9,11 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import conformance as cf
 import pytest
-import realcluster as rc
 
 from broker_emulator import Emulator
+from tests.real import conformance as cf
+from tests.real import realcluster as rc
 
 pytestmark = [pytest.mark.realbroker, pytest.mark.timeout(600)]
 

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-import realcluster as rc
+
+from tests.real import realcluster as rc
 
 ROOT = Path(__file__).resolve().parents[2]
 ONE_REAL_TEST = "tests/real/test_real_proxy.py::test_official_python_client_producer_and_simple_consumer"

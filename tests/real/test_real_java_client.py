@@ -11,7 +11,8 @@ import uuid
 from collections import defaultdict
 
 import pytest
-import realcluster as rc
+
+from tests.real import realcluster as rc
 
 pytestmark = [pytest.mark.realbroker, pytest.mark.timeout(900)]
 

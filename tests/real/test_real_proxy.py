@@ -15,11 +15,12 @@ import uuid
 from collections import defaultdict
 
 import pytest
-import realcluster as rc
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from rocketmq import ClientConfiguration, Credentials, FilterExpression, Message, Producer, SimpleConsumer
 from rocketmq.v5.exception import InternalErrorException
+
+from tests.real import realcluster as rc
 
 pytestmark = [pytest.mark.realbroker, pytest.mark.timeout(900)]
 

@@ -1,9 +1,9 @@
-"""The one place the realbroker tests take the generated `apache.rocketmq.v2` modules from (the
-`rocketmq-python-client` package's `rocketmq.grpc_protocol`), so they can be repointed in one line."""
+"""The generated `apache.rocketmq.v2` modules the realbroker tests use: the shared package's
+(`rocketmq_protocol.grpc_v2`)."""
 
 from __future__ import annotations
 
-from rocketmq.grpc_protocol import definition_pb2, service_pb2, service_pb2_grpc
+from rocketmq_protocol.grpc_v2 import definition_pb2, service_pb2, service_pb2_grpc
 
 d = definition_pb2
 s = service_pb2
