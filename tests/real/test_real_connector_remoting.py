@@ -24,9 +24,10 @@ import uuid
 
 import pyarrow.parquet as pq
 import pytest
-import realcluster as rc
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
+
+from tests.real import realcluster as rc
 
 pytestmark = [pytest.mark.realbroker, pytest.mark.timeout(900)]
 
@@ -34,6 +35,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 ETL = os.path.join(ROOT, "examples", "streaming_etl.py")
 N_ROWS = 10_000
 QUEUES = 8
+
+
+@pytest.fixture(params=["5", "4"], ids=lambda v: f"rocketmq{v}")
+def real_cluster(request: pytest.FixtureRequest) -> rc.Cluster:
+    """Each real cluster in turn (the emulator's remoting front end is covered by the suites run over both
+    protocols; this module restarts real broker JVMs)."""
+    return request.getfixturevalue(f"rocketmq{request.param}")
 
 
 def new_topic(cluster: rc.Cluster, queues: int = QUEUES) -> str:
