@@ -336,7 +336,7 @@ class SendCall:
             return None
         except (ConnectionLost, OSError) as e:
             label = "TIMEOUT" if isinstance(e, TimeoutError) else "UNAVAILABLE"
-            return SendOutcome(SendStatus.RETRYABLE, str(e), label)
+            return SendOutcome(SendStatus.RETRYABLE, f"{label}: {e}", label)
         return send_outcome(resp.code, resp.remark)
 
 
