@@ -14,7 +14,6 @@ from pyspark.errors import PySparkException
 from broker_emulator import Emulator
 from tests.support.helpers import unique_name
 from tests.support.reading import (
-from tests.support.targets import target_of
     Producer,
     Sent,
     arrow_rows,
@@ -24,6 +23,7 @@ from tests.support.targets import target_of
     running,
     wait_for,
 )
+from tests.support.targets import target_of
 
 RETENTION = 20
 
@@ -98,7 +98,9 @@ def test_batch_json_start_below_the_min_offset(protocol, spark, small_emulator: 
     assert_rows_match(expected, arrow_rows(df.toArrow()))
 
 
-def test_a_new_broker_is_picked_up_from_offset_zero(protocol, spark, small_emulator: Emulator, tmp_path) -> None:
+def test_a_new_broker_is_picked_up_from_offset_zero(
+    protocol, spark, small_emulator: Emulator, tmp_path
+) -> None:
     emu = small_emulator
     topic = unique_name("grow")
     emu.create_topic(topic)
