@@ -178,7 +178,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> list[Row]:
             lat = sorted(long_poll.wake_up(endpoints, POLL_TOPIC, args.poll_tries))
             p50 = spark_reads._percentile(lat, 50) * 1000
             rows.append(Row("long-poll wake-up p50", p50, "ms", "≤ 20 ms", p50 / 20, p50 <= 20))
-        if args.groups & {"reads", "remoting", "write", "latency", "memory", "real"}:
+        if args.groups & {"reads", "write", "latency", "memory", "real"}:
             rows += spark_measures(args, endpoints, log)
     finally:
         proc.send_signal(signal.SIGTERM)
