@@ -26,6 +26,7 @@ every RocketMQ 4.x and 5.x cluster serves it (docs/protocols.md, 'Remoting').
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import random
@@ -55,6 +56,7 @@ from rocketmq_protocol.remoting.headers import (
     PullMessageRequestHeader,
     QueryConsumerOffsetRequestHeader,
     SearchOffsetRequestHeader,
+    UnregisterClientRequestHeader,
     UpdateConsumerOffsetRequestHeader,
 )
 from rocketmq_protocol.remoting.message_codec import decode_stored
@@ -185,6 +187,7 @@ class RemotingClient(RocketMQClient):
         self._ns_first = 0  # index of the name server that answered last
         self._brokers: dict[str, str] = {}  # broker name → master address, from the latest routes
         self._versions: dict[str, int] = {}  # address → the server's version (from its responses)
+        self._visible_groups: set[tuple[str, str]] = set()  # (group, broker) checked for a retry topic
         self.client_id = f"{os.getpid()}@{random.getrandbits(48):012x}"
 
     # ------------------------------------------------------------------ names
@@ -505,12 +508,78 @@ class RemotingClient(RocketMQClient):
             commit_offset=offset,
             bname=queue.broker,
         )
+        self._ensure_group_visible(group, queue)
         ok = (_R.SUCCESS, _R.SUBSCRIPTION_GROUP_NOT_EXIST)
         code = RequestCode.UPDATE_CONSUMER_OFFSET
         resp = self._broker_call(queue, code, h, timeout_ms, "UPDATE_CONSUMER_OFFSET", ok)
         if resp.code == _R.SUBSCRIPTION_GROUP_NOT_EXIST:
             self._sub_pull(queue, max(offset, 0), 1, group, None, timeout_ms, 0, 0)
             self._broker_call(queue, code, h, timeout_ms, "UPDATE_CONSUMER_OFFSET")
+
+    def _ensure_group_visible(self, group: str, queue: RouteEntry) -> None:
+        """`mqadmin consumerProgress -g G` finds a group's brokers through the route of its retry topic
+        `%RETRY%G` (`DefaultMQAdminExtImpl.examineConsumeStats`), which brokers create when a consumer of the
+        group heartbeats. A group no RocketMQ consumer ever used has none, so its offsets would stay
+        invisible: then (once per group and broker) this client heartbeats as a pull consumer of the group
+        and unregisters at once. No consumer of the group is online then (it would have created the topic),
+        so no rebalance takes queues from anyone."""
+        key = (group, queue.broker)
+        if key in self._visible_groups:
+            return
+        self._visible_groups.add(key)
+        retry = self._wrap(f"%RETRY%{group}")
+        try:
+            data = self.route_data(retry, timeout_ms=3000)
+            if any(q.broker_name == queue.broker for q in data.queue_datas):
+                return
+        except RocketMQError as e:
+            if e.kind != ErrorKind.TOPIC_NOT_FOUND:
+                log.debug("route of %s: %s", retry, e)
+                return
+        except ConnectorError as e:
+            log.debug("route of %s: %s", retry, e)
+            return
+        wrapped = self._wrap(group)
+        heartbeat = {
+            "clientID": self.client_id,
+            "consumerDataSet": [
+                {
+                    "consumeFromWhere": "CONSUME_FROM_LAST_OFFSET",
+                    "consumeType": "CONSUME_ACTIVELY",
+                    "groupName": wrapped,
+                    "messageModel": "CLUSTERING",
+                    "subscriptionDataSet": [
+                        {
+                            "classFilterMode": False,
+                            "codeSet": [],
+                            "expressionType": "TAG",
+                            "subString": "*",
+                            "subVersion": int(time.time() * 1000),
+                            "tagsSet": [],
+                            "topic": self._wrap(queue.topic),
+                        }
+                    ],
+                    "unitMode": False,
+                }
+            ],
+            "heartbeatFingerprint": 0,
+            "producerDataSet": [],
+            "withoutSub": False,
+        }
+        body = json.dumps(heartbeat, separators=(",", ":")).encode()
+        try:
+            address = self._brokers.get(queue.broker, queue.endpoint)
+            self._attempt(address, RequestCode.HEART_BEAT, self._sign({}, body), body, 3.0)
+            h = UnregisterClientRequestHeader(client_id=self.client_id, consumer_group=wrapped)
+            self._attempt(address, RequestCode.UNREGISTER_CLIENT, self._ext(h), b"", 3.0)
+            log.info(
+                "created retry topic %s on %s so that RocketMQ's tools show group %r",
+                retry,
+                queue.broker,
+                group,
+            )
+        except (_Transient, OSError, ConnectorError) as e:
+            log.debug("could not make group %s visible on %s: %s", group, queue.broker, e)
 
     # ------------------------------------------------------------------ pull
     def _pull_header(
