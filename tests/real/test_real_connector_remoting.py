@@ -282,3 +282,46 @@ def test_a_missing_topic_names_both_the_name_server_and_the_topic(
     text = str(e.value)
     assert "does not exist" in text and f"name server {real_cluster.namesrv}" in text, text[-2000:]
     assert re.search(r"TOPIC_NOT_EXIST \(17\)", text), text[-2000:]
+
+
+def test_message_groups_and_delayed_delivery(spark: SparkSession, real_cluster: rc.Cluster) -> None:
+    """Rows of a message group land on one queue in order (read back with their messageGroup); a delayed
+    row is invisible until its time (5.x: the exact time, as a timer message; 4.x: the first delay level
+    at or after it, here 10 s for 3 s... bounded by the test's delay levels)."""
+    topic = new_topic(real_cluster)
+    n, groups = 2000, 8
+    df = spark.range(0, n, numPartitions=1).select(
+        F.format_string("g-%05d", "id").alias("body"),
+        F.format_string("group-%d", F.col("id") % groups).alias("messageGroup"),
+    )
+    df.write.format("rocketmq").option("nameServer", real_cluster.namesrv).option("topic", topic).mode(
+        "append"
+    ).save()
+    due = int(time.time() * 1000) + 3000
+    spark.createDataFrame([("late",)], "body string").select(
+        "body", (F.lit(due) / 1000).cast("timestamp").alias("deliveryTimestamp")
+    ).write.format("rocketmq").option("nameServer", real_cluster.namesrv).option("topic", topic).mode(
+        "append"
+    ).save()
+    time.sleep(1)
+    rows = read(spark, real_cluster, topic).toArrow().to_pylist()
+    assert "late" not in {r["body"].decode() for r in rows}, "the delayed message is visible before its time"
+    by_group: dict[str, list[tuple[int, int, int]]] = {}
+    for r in rows:
+        by_group.setdefault(r["messageGroup"], []).append(
+            (r["queueId"], r["queueOffset"], int(r["body"][2:]))
+        )
+    assert set(by_group) == {f"group-{g}" for g in range(groups)}
+    for g, items in by_group.items():
+        assert len({q for q, _, _ in items}) == 1, f"{g} spans several queues"
+        assert [i for _, _, i in sorted(items)] == sorted(i for _, _, i in items), f"{g} out of order"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        late = read(spark, real_cluster, topic).where("body = 'late'").collect()
+        if late:
+            break
+        time.sleep(1)
+    assert late, "the delayed message never became visible"
+    assert time.time() * 1000 >= due - 1000
+    if real_cluster.dist.major >= 5:
+        assert int(late[0]["deliveryTimestamp"].timestamp() * 1000) // 1000 == due // 1000
