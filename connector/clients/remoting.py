@@ -68,7 +68,7 @@ from ..errors import ConnectorError, ErrorKind, RetriesExhaustedError, RocketMQE
 from ..queues import MessageQueue, RouteEntry, queue_sort_key
 from .base import DEFAULT_TIMEOUT_MS, PullResult, PullStatus, RocketMQClient
 from .remoting_connection import ConnectionLost, ConnectionPool, RemotingConnection
-from .remoting_send import RemotingSendEncoder, SendCall
+from .remoting_send import DELAY_LEVELS_MS, RemotingSendEncoder, SendCall, parse_delay_levels
 
 log = logging.getLogger(__name__)
 
@@ -188,6 +188,7 @@ class RemotingClient(RocketMQClient):
         self._brokers: dict[str, str] = {}  # broker name → master address, from the latest routes
         self._versions: dict[str, int] = {}  # address → the server's version (from its responses)
         self._visible_groups: set[tuple[str, str]] = set()  # (group, broker) checked for a retry topic
+        self._delay_levels: dict[str, tuple[int, ...]] = {}  # broker address → its delay levels (ms)
         self.client_id = f"{os.getpid()}@{random.getrandbits(48):012x}"
 
     # ------------------------------------------------------------------ names
@@ -809,6 +810,23 @@ class RemotingClient(RocketMQClient):
                 return True
             version = self._versions.get(address, int(Version.V5_0_0))
         return version >= Version.V5_0_0
+
+    def delay_levels(self, address: str) -> tuple[int, ...]:
+        """The broker's delay levels in ms (`messageDelayLevel` from GET_BROKER_CONFIG; the defaults when it
+        cannot be read, e.g. refused by an ACL)."""
+        levels = self._delay_levels.get(address)
+        if levels is None:
+            levels = DELAY_LEVELS_MS
+            try:
+                resp = self._attempt(address, RequestCode.GET_BROKER_CONFIG, self._sign({}), b"", 3.0)
+                if resp.code == _R.SUCCESS:
+                    for line in bytes(resp.body).decode("utf-8", "replace").splitlines():
+                        if line.startswith("messageDelayLevel="):
+                            levels = parse_delay_levels(line.split("=", 1)[1]) or DELAY_LEVELS_MS
+            except (_Transient, OSError, ConnectorError) as e:
+                log.debug("GET_BROKER_CONFIG on %s: %s", address, e)
+            self._delay_levels[address] = levels
+        return levels
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:

@@ -10,8 +10,9 @@ SEND_MESSAGE_V2 (its properties in header `i`, its body as the body), as apache/
 `DefaultMQProducer` sends single messages.
 
 Delayed messages travel alone (brokers store a batch's messages at once, without scheduling them): to a
-5.x broker with TIMER_DELIVER_MS (the timer wheel), to a 4.x broker with the smallest default delay level
-at or after the requested time (4.x has no timer; `DELAY` levels 1s ... 2h).
+5.x broker with TIMER_DELIVER_MS (the timer wheel), to a 4.x broker with the smallest delay level at or
+after the requested time (4.x has no timer; its `messageDelayLevel`, read with GET_BROKER_CONFIG, by
+default 1s 5s 10s 30s 1m ... 2h).
 
 Outcomes (`MQClientAPIImpl.processSendResponse`): SUCCESS and the three "stored but not confirmed" codes
 FLUSH_DISK_TIMEOUT, FLUSH_SLAVE_TIMEOUT and SLAVE_NOT_AVAILABLE are OK; SYSTEM_ERROR, SYSTEM_BUSY,
@@ -97,14 +98,28 @@ def _plain(arr: pa.Array | None, typ: pa.DataType) -> pa.Array | None:
     return pa.concat_arrays([arr]) if arr.offset else arr
 
 
-def delay_level(delay_ms: int) -> int:
-    """The smallest default delay level (1..18) whose delay is at least `delay_ms` (18 beyond 2 h; 0: none)."""
+def delay_level(delay_ms: int, levels_ms: tuple[int, ...] = DELAY_LEVELS_MS) -> int:
+    """The smallest delay level (1..n) whose delay is at least `delay_ms` (the last one beyond; 0: none)."""
     if delay_ms <= 0:
         return 0
-    for i, level_ms in enumerate(DELAY_LEVELS_MS):
+    for i, level_ms in enumerate(levels_ms):
         if level_ms >= delay_ms:
             return i + 1
-    return len(DELAY_LEVELS_MS)
+    return len(levels_ms)
+
+
+_UNITS_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def parse_delay_levels(text: str) -> tuple[int, ...] | None:
+    """`messageDelayLevel` ("1s 5s 10s 30s 1m ... 2h") → ms per level; None when unreadable."""
+    out = []
+    for token in text.split():
+        unit = _UNITS_MS.get(token[-1:])
+        if unit is None or not token[:-1].isdigit():
+            return None
+        out.append(int(token[:-1]) * unit)
+    return tuple(out) or None
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,12 +224,16 @@ class RemotingSendEncoder(SendEncoder):
         address = self.client._brokers.get(queue.broker, "")
         if not address or self.client.timer_supported(address):
             return f"{TIMER_DELIVER_MS}\x01{deliver_ms}\x02"
-        level = delay_level(deliver_ms - int(time.time() * 1000))
-        if deliver_ms - int(time.time() * 1000) > DELAY_LEVELS_MS[-1]:
+        levels = self.client.delay_levels(address)
+        wait_ms = deliver_ms - int(time.time() * 1000)
+        level = delay_level(wait_ms, levels)
+        if wait_ms > levels[-1]:
             log.warning(
-                "broker %s (RocketMQ 4.x) delays at most 2 h (delay level 18); a message due at %d ms is sent "
-                "with level 18",
+                "broker %s (RocketMQ 4.x) delays at most %d s (delay level %d); a message due at %d ms is sent "
+                "with that level",
                 queue.broker,
+                levels[-1] // 1000,
+                len(levels),
                 deliver_ms,
             )
         return f"{DELAY}\x01{level}\x02" if level else ""

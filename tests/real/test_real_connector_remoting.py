@@ -286,8 +286,8 @@ def test_a_missing_topic_names_both_the_name_server_and_the_topic(
 
 def test_message_groups_and_delayed_delivery(spark: SparkSession, real_cluster: rc.Cluster) -> None:
     """Rows of a message group land on one queue in order (read back with their messageGroup); a delayed
-    row is invisible until its time (5.x: the exact time, as a timer message; 4.x: the first delay level
-    at or after it, here 10 s for 3 s... bounded by the test's delay levels)."""
+    row is invisible until its time (5.x: the exact time, as a timer message; 4.x: the first of the broker's
+    delay levels at or after it)."""
     topic = new_topic(real_cluster)
     n, groups = 2000, 8
     df = spark.range(0, n, numPartitions=1).select(
