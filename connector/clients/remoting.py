@@ -30,6 +30,7 @@ import json
 import logging
 import os
 import random
+import re
 import ssl
 import threading
 import time
@@ -836,6 +837,7 @@ class RemotingClient(RocketMQClient):
 # ------------------------------------------------------------------------------------------ decoding
 _TS = pa.timestamp("ms")
 _BORN_HOST = "__BORNHOST"
+_BORN_HOST_ITEM = re.compile(rb"__BORNHOST\x01")
 
 
 def _strip_ports(hosts: pa.Array) -> pa.Array:
@@ -884,7 +886,9 @@ def stored_to_table(
     col = batch.column
     born_host = _strip_ports(col("born_host"))
     raw = col("raw_properties")
-    if n and pc.any(pc.match_substring(raw, _BORN_HOST + "\x01")).as_py():
+    data = raw.buffers()[2] if n else None
+    # a byte search over the properties' buffer (it may hold bodies too: a false hit only costs the parse)
+    if data is not None and _BORN_HOST_ITEM.search(memoryview(data)) is not None:
         given = parse_properties_column(raw, names=(_BORN_HOST,)).values[_BORN_HOST]
         born_host = pc.coalesce(given, born_host)
     group, delivery = col("message_group"), col("delivery_timestamp")
