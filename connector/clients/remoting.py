@@ -237,6 +237,8 @@ class RemotingClient(RocketMQClient):
             resp = fut.result(timeout=max(timeout_s, 0.001))
         except FutureTimeout:
             conn.forget(fut)
+            if time.monotonic() - conn.last_read >= timeout_s:  # nothing at all came back: a dead peer
+                self._pool.drop(address, conn)
             raise _Transient(f"{address}: no response within {timeout_s * 1000:.0f} ms") from None
         except ConnectionLost as e:
             raise _Transient(str(e)) from None

@@ -23,6 +23,7 @@ import socket
 import ssl
 import struct
 import threading
+import time
 from concurrent.futures import Future
 
 from rocketmq_protocol.remoting.codes import CURRENT_VERSION, LanguageCode, ResponseCode, SerializeType
@@ -100,6 +101,7 @@ class RemotingConnection:
         self._pending_lock = threading.Lock()
         self._opaques = itertools.count(1)
         self._closed: BaseException | None = None
+        self.last_read = time.monotonic()  # when the last frame arrived (a silent peer may be gone)
         self._reader = threading.Thread(
             target=self._read_loop, name=f"rocketmq-remoting-{address}", daemon=True
         )
@@ -206,6 +208,7 @@ class RemotingConnection:
                 hlen = word & 0xFFFFFF
                 if 4 + hlen > length:
                     raise FrameError(f"{self.address} sent a header length {hlen} past its frame of {length}")
+                self.last_read = time.monotonic()
                 cmd = decode_header(view[4 : 4 + hlen], (word >> 24) & 0xFF)
                 cmd.body = view[4 + hlen :]  # type: ignore[assignment]  # a view into this frame's buffer
                 if cmd.flag & RESPONSE_FLAG:
