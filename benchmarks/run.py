@@ -39,6 +39,7 @@ GROUPS = ("raw", "official", "long_poll", "reads", "remoting", "write", "latency
 MEASURES = (
     "raw batched send",
     "raw bulk pull → Arrow",
+    "remoting pull → Arrow",
     "official Producer send",
     "official SimpleConsumer receive+ack",
     "long-poll wake-up p50",
@@ -46,13 +47,8 @@ MEASURES = (
     "batch read → noop",
     "stream read ceiling (same, as a stream)",
     "stream read → noop",
-    "remoting pull → Arrow",
     "batch read → noop (nameServer)",
     "stream read → noop (nameServer)",
-    "real 5.x: remoting pull → Arrow",
-    "real 5.x: stream read ceiling",
-    "real 5.x: stream read → noop (nameServer)",
-    "real 5.x: write → rocketmq (nameServer)",
     "write ceiling (discarding Arrow writer)",
     "write → rocketmq",
     "latency p50 (send → foreachBatch)",
@@ -60,6 +56,13 @@ MEASURES = (
     "latency p50, numPartitions=2",
     "latency p99, numPartitions=2",
     "peak Python worker RSS (backlog read)",
+)
+# With --real-name-server, after the reads (benchmarks/real_remoting.py).
+REAL_MEASURES = (
+    "real 5.x: write → rocketmq (nameServer)",
+    "real 5.x: remoting pull → Arrow",
+    "real 5.x: stream read ceiling",
+    "real 5.x: stream read → noop (nameServer)",
 )
 QUICK = {
     "messages": 50_000,
