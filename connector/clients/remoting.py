@@ -126,17 +126,32 @@ def code_name_of_request(code: int) -> str:
         return f"request {code}"
 
 
+_FORBIDDEN_WORDS = (
+    "authoriz",
+    "denied",
+    "deny",
+    "lacks",
+    "no permission",
+    "not permitted",
+    "forbidden",
+    "perm",
+)
+_UNAUTHORIZED_WORDS = ("signature", "accesskey", "access key", "authenticat", "user", "credential")
+
+
 def _access_kind(code: int, remark: str) -> ErrorKind | None:
-    """UNAUTHORIZED / FORBIDDEN for an ACL refusal: ACL 2.0 answers NO_PERMISSION (5.3+), ACL 1.0 (4.x to 5.2)
-    answers SYSTEM_ERROR with the AclException's text."""
+    """UNAUTHORIZED / FORBIDDEN for an ACL refusal: ACL 2.0 answers NO_PERMISSION (5.3+; `[authorization]`
+    or `[authentication]` in the remark), ACL 1.0 (4.x to 5.2) SYSTEM_ERROR with the AclException's text.
+    A missing permission wins over words about the credentials ("access key 'x' lacks SUB ...")."""
     text = (remark or "").lower()
-    auth_words = ("signature", "accesskey", "access key", "authentication", "user", "not found the user")
     if code == _R.NO_PERMISSION:
-        if any(w in text for w in auth_words):
+        if any(w in text for w in _FORBIDDEN_WORDS):
+            return ErrorKind.FORBIDDEN
+        if any(w in text for w in _UNAUTHORIZED_WORDS):
             return ErrorKind.UNAUTHORIZED
         return ErrorKind.FORBIDDEN
     if code == _R.SYSTEM_ERROR and ("acl" in text or "signature" in text or "accesskey" in text):
-        if "perm" in text or "no permission" in text or "deny" in text:
+        if any(w in text for w in _FORBIDDEN_WORDS):
             return ErrorKind.FORBIDDEN
         return ErrorKind.UNAUTHORIZED
     return None

@@ -397,3 +397,69 @@ def test_one_pull_gathers_a_bounded_number_of_bytes(servers, monkeypatch) -> Non
     assert 200 < n < 5000 and res.next_offset == n
     assert res.table.column("queue_offset").to_pylist() == list(range(n))
     client.close()
+
+
+def test_acl_on_the_emulators_remoting_front_end() -> None:
+    """Signed requests within the account's permissions pass; wrong credentials are UNAUTHORIZED and a
+    missing permission FORBIDDEN (AccessDeniedError naming the endpoint and the reason); a send refused
+    fails fast."""
+    from broker_emulator import Emulator
+    from connector.errors import ErrorKind, SendFailedError
+    from connector.options import parse_writer_options
+    from connector.producer import Producer
+    from connector.sink_rows import RowChecker
+
+    acl = {
+        "accounts": [
+            {"accessKey": "app", "secretKey": "app-secret", "topics": {"orders": "PUB_SUB"}, "groups": {"readers": "SUB"}},
+            {"accessKey": "reader", "secretKey": "reader-secret", "topics": {"orders": "SUB"}, "groups": {"*": "SUB"}},
+        ]
+    }  # fmt: skip
+    with Emulator(brokers=1, queues=2, acl=acl) as emu:
+        emu.create_topic("orders", 2)
+
+        def client(ak: str, sk: str) -> RemotingClient:
+            return RemotingClient(ClientConfig(name_server=emu.name_server, access_key=ak, secret_key=sk))
+
+        app = client("app", "app-secret")
+        options = parse_writer_options(
+            {"nameServer": emu.name_server, "topic": "orders", "accessKey": "app", "secretKey": "app-secret"}
+        )
+        producer = Producer(options, client=app)
+        for rows in RowChecker({"body": "body"}, "orders", 1 << 20).check(
+            pa.record_batch([pa.array([b"a", b"b", b"c"])], names=["body"]), 0
+        ):
+            producer.send(rows)
+        assert producer.flush().messages == 3
+        q = app.route("orders")[0]
+        total = sum(app.pull(e, 0, 10, group="readers").table.num_rows for e in app.route("orders"))
+        assert total == 3
+        app.commit("readers", q, 1)
+        assert app.get_committed("readers", q) == 1
+        with pytest.raises(AccessDeniedError) as e:
+            app.pull(q, 0, 10, group="others")
+        assert e.value.kind == ErrorKind.FORBIDDEN and "group 'others'" in str(e.value)
+        wrong = client("app", "nope")
+        with pytest.raises(AccessDeniedError) as e:
+            wrong.max_offset(q)
+        assert e.value.kind == ErrorKind.UNAUTHORIZED and q.endpoint in str(e.value)
+        reader = client("reader", "reader-secret")
+        options = parse_writer_options(
+            {
+                "nameServer": emu.name_server,
+                "topic": "orders",
+                "accessKey": "reader",
+                "secretKey": "reader-secret",
+            }
+        )
+        producer = Producer(options, client=reader)
+        started = time.monotonic()
+        with pytest.raises(SendFailedError, match=r"was rejected: NO_PERMISSION \(16\).*lacks PUB"):
+            for rows in RowChecker({"body": "body"}, "orders", 1 << 20).check(
+                pa.record_batch([pa.array([b"x"])], names=["body"]), 0
+            ):
+                producer.send(rows)
+            producer.flush()
+        assert time.monotonic() - started < 2
+        for c in (app, wrong, reader):
+            c.close()
