@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from benchmarks import long_poll, official_client, spark_reads
+from benchmarks import long_poll, official_client, raw_throughput, real_remoting, spark_reads
 from benchmarks.raw_throughput import TOPIC, WARMUP_TOPIC, client_pull, start_emulator
 from benchmarks.write_throughput import raw_send, spark_ratio
 
@@ -34,11 +34,12 @@ OFFICIAL_TOPIC = "bench-official"
 LATENCY_TOPIC = "bench-latency"
 POLL_TOPIC = "bench-poll"
 MEMORY_TOPIC = "bench-memory"
-GROUPS = ("raw", "official", "long_poll", "reads", "write", "latency", "memory")
+GROUPS = ("raw", "official", "long_poll", "reads", "remoting", "write", "latency", "memory", "real")
 # Every row a full run prints, in order.
 MEASURES = (
     "raw batched send",
     "raw bulk pull → Arrow",
+    "remoting pull → Arrow",
     "official Producer send",
     "official SimpleConsumer receive+ack",
     "long-poll wake-up p50",
@@ -46,6 +47,8 @@ MEASURES = (
     "batch read → noop",
     "stream read ceiling (same, as a stream)",
     "stream read → noop",
+    "batch read → noop (nameServer)",
+    "stream read → noop (nameServer)",
     "write ceiling (discarding Arrow writer)",
     "write → rocketmq",
     "latency p50 (send → foreachBatch)",
@@ -53,6 +56,13 @@ MEASURES = (
     "latency p50, numPartitions=2",
     "latency p99, numPartitions=2",
     "peak Python worker RSS (backlog read)",
+)
+# With --real-name-server, after the reads (benchmarks/real_remoting.py).
+REAL_MEASURES = (
+    "real 5.x: write → rocketmq (nameServer)",
+    "real 5.x: remoting pull → Arrow",
+    "real 5.x: stream read ceiling",
+    "real 5.x: stream read → noop (nameServer)",
 )
 QUICK = {
     "messages": 50_000,
@@ -96,6 +106,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--repeat", type=int, default=2, help="runs of each Spark throughput measure; the best is kept"
     )
     ap.add_argument("--data-dir", help="durable emulator storage (default: in-memory)")
+    ap.add_argument(
+        "--real-name-server",
+        help="name server of a real RocketMQ cluster (e.g. tests/real/rocketmq.sh start) for the 'real' measures",
+    )
     ap.add_argument("--only", help=f"comma-separated subset of {','.join(GROUPS)} (default: all)")
     ap.add_argument("--json", default=DEFAULT_JSON, help="where to write the results")
     args = ap.parse_args(argv)
@@ -104,6 +118,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             if getattr(args, key) == ap.get_default(key):
                 setattr(args, key, value)
     groups = set(GROUPS if not args.only else args.only.split(","))
+    if not args.real_name_server and not args.only:
+        groups.discard("real")
     unknown = groups - set(GROUPS)
     if unknown:
         ap.error(f"--only: unknown {', '.join(sorted(unknown))}; expected some of {', '.join(GROUPS)}")
@@ -135,6 +151,16 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> list[Row]:
             if pulled != n:
                 raise RuntimeError(f"raw bulk pull read {pulled} messages, sent {n}")
             rows.append(_at_least("raw bulk pull → Arrow", pull_rate, "msgs/s", 1, 1_000_000, "≥ 1,000,000"))
+        if "remoting" in args.groups and raw_throughput.NAME_SERVER:
+            if not needs_data:
+                raw_send(endpoints, n, size, topic=TOPIC, warmup_topic=WARMUP_TOPIC)
+            log(f"remoting pull of {n:,} (name server {raw_throughput.NAME_SERVER})")
+            rate, pulled = client_pull(endpoints, TOPIC, 8192, name_server=raw_throughput.NAME_SERVER)
+            if pulled != n:
+                raise RuntimeError(f"remoting pull read {pulled} messages, sent {n}")
+            rows.append(_at_least("remoting pull → Arrow", rate, "msgs/s", 1, 1_000_000, "≥ 1,000,000"))
+        elif "remoting" in args.groups:
+            log("remoting measures skipped: the emulator printed no name server (no remoting front end)")
         if "official" in args.groups:
             log("official Producer send loop")
             theirs, sent = official_client.producer_rate(
@@ -155,7 +181,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> list[Row]:
             lat = sorted(long_poll.wake_up(endpoints, POLL_TOPIC, args.poll_tries))
             p50 = spark_reads._percentile(lat, 50) * 1000
             rows.append(Row("long-poll wake-up p50", p50, "ms", "≤ 20 ms", p50 / 20, p50 <= 20))
-        if args.groups & {"reads", "write", "latency", "memory"}:
+        if args.groups & {"reads", "write", "latency", "memory", "real"}:
             rows += spark_measures(args, endpoints, log)
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -176,6 +202,10 @@ def spark_measures(args: argparse.Namespace, endpoints: str, log: Callable[[str]
             spark_reads.batch_read(spark, endpoints, WARMUP_TOPIC, 0)
             spark_reads.ceiling_read(spark, endpoints, WARMUP_TOPIC, 0)
             ceiling = batch = stream = stream_ceiling = 0.0
+            ns = raw_throughput.NAME_SERVER if "remoting" in args.groups else None
+            ns_batch = ns_stream = 0.0
+            if ns:
+                spark_reads.batch_read(spark, {"nameServer": ns}, WARMUP_TOPIC, 0)
             for r in range(args.repeat):  # interleaved, so a burst of load elsewhere hits one run of each
                 log(f"ceiling: {n:,} rows from memory (run {r + 1} of {args.repeat})")
                 ceiling = max(ceiling, spark_reads.ceiling_read(spark, endpoints, TOPIC, n))
@@ -187,6 +217,11 @@ def spark_measures(args: argparse.Namespace, endpoints: str, log: Callable[[str]
                 )
                 log(f"stream read (availableNow) of {n:,}")
                 stream = max(stream, spark_reads.stream_read(spark, endpoints, TOPIC, n))
+                if ns:
+                    log(f"batch read of {n:,} over nameServer")
+                    ns_batch = max(ns_batch, spark_reads.batch_read(spark, {"nameServer": ns}, TOPIC, n))
+                    log(f"stream read (availableNow) of {n:,} over nameServer")
+                    ns_stream = max(ns_stream, spark_reads.stream_read(spark, {"nameServer": ns}, TOPIC, n))
             rows.append(Row("read ceiling (Arrow from memory)", ceiling, "msgs/s", "—"))
             rows.append(_at_least("batch read → noop", batch, "msgs/s", 0.7, ceiling, "≥ 0.7 × ceiling"))
             rows.append(Row("stream read ceiling (same, as a stream)", stream_ceiling, "msgs/s", "—"))
@@ -195,6 +230,29 @@ def spark_measures(args: argparse.Namespace, endpoints: str, log: Callable[[str]
                     "stream read → noop", stream, "msgs/s", 0.7, stream_ceiling, "≥ 0.7 × stream ceiling"
                 )
             )
+            if ns:
+                rows.append(
+                    _at_least(
+                        "batch read → noop (nameServer)",
+                        ns_batch,
+                        "msgs/s",
+                        0.85,
+                        ceiling,
+                        "≥ 0.85 × ceiling",
+                    )
+                )
+                rows.append(
+                    _at_least(
+                        "stream read → noop (nameServer)",
+                        ns_stream,
+                        "msgs/s",
+                        0.85,
+                        stream_ceiling,
+                        "≥ 0.85 × stream ceiling",
+                    )
+                )
+        if "real" in args.groups and args.real_name_server:
+            rows += real_remoting.measures(spark, args.real_name_server, n, args.size, args.repeat, log)
         if "write" in args.groups:
             discard = rocketmq = 0.0
             for r in range(args.repeat):

@@ -1,5 +1,6 @@
 """The Spark measures on the read side: stream read, batch read, their ceiling, end-to-end
-latency and the peak RSS of a Python worker. Each takes a running SparkSession and an emulator's endpoints."""
+latency and the peak RSS of a Python worker. Each takes a running SparkSession and an emulator's endpoints
+(or, where typed `str | dict`, a connection option such as `{"nameServer": "127.0.0.1:9876"}`)."""
 
 from __future__ import annotations
 
@@ -23,9 +24,15 @@ if TYPE_CHECKING:
 QUERY_TIMEOUT_S = 600
 
 
-def _reader_options(endpoints: str, topic: str) -> dict[str, str]:
+def connection(target: str | dict[str, str]) -> dict[str, str]:
+    """The connection option of a target: gRPC `endpoints` (a string) or a dict such as
+    `{"nameServer": "127.0.0.1:9876"}` (remoting)."""
+    return dict(target) if isinstance(target, dict) else {"endpoints": target}
+
+
+def _reader_options(endpoints: str | dict[str, str], topic: str) -> dict[str, str]:
     return {
-        "endpoints": endpoints,
+        **connection(endpoints),
         "topic": topic,
         "startingOffsets": "earliest",
         "consumerGroup": f"bench_{uuid.uuid4().hex[:8]}",
@@ -33,7 +40,7 @@ def _reader_options(endpoints: str, topic: str) -> dict[str, str]:
 
 
 def batch_read(
-    spark: SparkSession, endpoints: str, topic: str, messages: int, fmt: str = "rocketmq"
+    spark: SparkSession, endpoints: str | dict[str, str], topic: str, messages: int, fmt: str = "rocketmq"
 ) -> float:
     """`spark.read.format(fmt)` of the whole topic → `noop`; messages/s."""
     df = spark.read.format(fmt).options(**_reader_options(endpoints, topic)).load()
@@ -42,20 +49,22 @@ def batch_read(
     return messages / (time.perf_counter() - t0)
 
 
-def ceiling_read(spark: SparkSession, endpoints: str, topic: str, messages: int) -> float:
+def ceiling_read(spark: SparkSession, endpoints: str | dict[str, str], topic: str, messages: int) -> float:
     """The synthetic ceiling (`benchmarks.ceiling`): the same batches from memory, same partitions."""
     spark.dataSource.register(CeilingSource)
     return batch_read(spark, endpoints, topic, messages, CEILING_FORMAT)
 
 
-def ceiling_stream_read(spark: SparkSession, endpoints: str, topic: str, messages: int) -> float:
+def ceiling_stream_read(
+    spark: SparkSession, endpoints: str | dict[str, str], topic: str, messages: int
+) -> float:
     """The ceiling as a stream: the same batches from memory in one availableNow micro-batch."""
     spark.dataSource.register(CeilingSource)
     return stream_read(spark, endpoints, topic, messages, CEILING_FORMAT)
 
 
 def stream_read(
-    spark: SparkSession, endpoints: str, topic: str, messages: int, fmt: str = "rocketmq"
+    spark: SparkSession, endpoints: str | dict[str, str], topic: str, messages: int, fmt: str = "rocketmq"
 ) -> float:
     """`readStream` + `trigger(availableNow=True)` → `noop` over the whole topic; messages/s from
     `start()` to termination. Fails unless the query's progress reports exactly `messages` rows."""

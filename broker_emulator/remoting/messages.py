@@ -44,6 +44,7 @@ _CONSUMED = frozenset(
      CLUSTER, MSG_REGION, TRACE_ON, "MIN_OFFSET", "MAX_OFFSET", "CONSUME_START_TIME"}
 )  # fmt: skip
 _IPV4_HOST = r"^[0-9]{1,3}(\.[0-9]{1,3}){3}:[0-9]{1,5}$"
+_IPV4_ADDRESS = r"^[0-9]{1,3}(\.[0-9]{1,3}){3}$"
 
 
 def _delivery_ms(props: dict[str, str], levels: list[int], now: int) -> int | None:
@@ -189,7 +190,12 @@ def stored_records(
     born_host = table.column("born_host").combine_chunks()
     ok = pc.fill_null(pc.match_substring_regex(born_host, _IPV4_HOST), False)
     if not pc.all(ok).as_py():
-        born_host = pc.if_else(ok, born_host, pa.scalar("127.0.0.1:0", pa.string()))
+        # gRPC producers give a bare address ("10.0.0.5"): keep it, with port 0
+        bare = pc.fill_null(pc.match_substring_regex(born_host, _IPV4_ADDRESS), False)
+        with_port = pc.binary_join_element_wise(born_host, ":0", "")
+        born_host = pc.if_else(
+            ok, born_host, pc.if_else(bare, with_port, pa.scalar("127.0.0.1:0", pa.string()))
+        )
     n = table.num_rows
     types = table.column("message_type").combine_chunks()
     sysflag = np.where(
