@@ -10,11 +10,11 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import conformance_remoting as cr
 import pytest
-import realcluster as rc
 
 from broker_emulator import Emulator
+from tests.real import conformance_remoting as cr
+from tests.real import realcluster as rc
 
 pytestmark = [pytest.mark.realbroker, pytest.mark.timeout(600)]
 

@@ -9,7 +9,8 @@ import time
 import uuid
 
 import pytest
-import realcluster as rc
+
+from tests.real import realcluster as rc
 
 pytestmark = [pytest.mark.realbroker, pytest.mark.timeout(600)]
 
