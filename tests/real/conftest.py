@@ -77,7 +77,7 @@ def emulator_remoting(tmp_path_factory: pytest.TempPathFactory) -> Iterator[rc.C
     (tests/real/emulator_target.py)."""
     if os.environ.get("ROCKETMQ_REAL", "").strip().lower() in ("skip", "0", "no", "false"):
         pytest.skip("ROCKETMQ_REAL=skip")
-    from emulator_target import EmulatorCluster
+    from tests.real.emulator_target import EmulatorCluster
 
     try:
         dist = rc.fetch(rc.ROCKETMQ5_VERSION)
