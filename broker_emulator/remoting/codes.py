@@ -10,8 +10,9 @@ from ..core.errors import BrokerError, ErrorKind
 from ..core.store.message_store import FOUND, NO_MATCHED_MSG, NO_NEW_MSG, OFFSET_ILLEGAL, GetResult
 
 # What apache/rocketmq's broker answers for the same refusal (`AbstractSendMessageProcessor.msgCheck`,
-# `SendMessageProcessor`, `PullMessageProcessor`); the proxy-only checks the core also runs on remoting sends
-# (tag, key, property rules) are MESSAGE_ILLEGAL, the broker's code for a message it will not store.
+# `SendMessageProcessor`, `PullMessageProcessor`; an empty body fails in the 5.x store: SYSTEM_ERROR). The
+# proxy's message rules are not applied to remoting sends (`sending.send(proxy_checks=False)`); should one
+# be, MESSAGE_ILLEGAL is the broker's code for a message it will not store.
 CODES: dict[object, int] = {
     Denial.UNAUTHORIZED: R.NO_PERMISSION,
     Denial.FORBIDDEN: R.NO_PERMISSION,
@@ -23,7 +24,7 @@ CODES: dict[object, int] = {
     ErrorKind.NO_WRITE_PERMISSION: R.NO_PERMISSION,
     ErrorKind.INTERNAL: R.SYSTEM_ERROR,
     ErrorKind.BAD_REQUEST: R.SYSTEM_ERROR,
-    Violation.EMPTY_BODY: R.MESSAGE_ILLEGAL,
+    Violation.EMPTY_BODY: R.SYSTEM_ERROR,
     Violation.BODY_TOO_LARGE: R.MESSAGE_ILLEGAL,
     Violation.TOO_MANY_PROPERTIES: R.MESSAGE_ILLEGAL,
     Violation.PROPERTIES_TOO_LARGE: R.MESSAGE_ILLEGAL,

@@ -26,7 +26,6 @@ from rocketmq_protocol.remoting.properties import (
     TIMER_DELIVER_MS,
     TRAN_MSG,
     UNIQ_KEY,
-    WAIT,
     build_properties_column,
     decode_properties,
 )
@@ -36,10 +35,13 @@ from ..core.errors import BrokerError, ErrorKind
 from ..core.retry import delay_ms
 from ..core.send_columns import SendColumns
 
-# Properties that become columns of their own (or only steer the send) instead of stored properties.
+# What a 5.x broker adds to every message it stores (`SendMessageProcessor`: region, trace switch, cluster).
+MSG_REGION, TRACE_ON = "MSG_REGION", "TRACE_ON"
+# Properties that become columns of their own (or only steer the send) instead of stored properties; the
+# other reserved ones (WAIT, DELAY, PGROUP, ...) are stored as the broker stores them.
 _CONSUMED = frozenset(
-    {TAGS, KEYS, UNIQ_KEY, SHARDING_KEY, WAIT, DELAY, TIMER_DELIVER_MS, TIMER_DELAY_SEC, TIMER_DELAY_MS,
-     CLUSTER, "MIN_OFFSET", "MAX_OFFSET", "CONSUME_START_TIME"}
+    {TAGS, KEYS, UNIQ_KEY, SHARDING_KEY, TIMER_DELIVER_MS, TIMER_DELAY_SEC, TIMER_DELAY_MS,
+     CLUSTER, MSG_REGION, TRACE_ON, "MIN_OFFSET", "MAX_OFFSET", "CONSUME_START_TIME"}
 )  # fmt: skip
 _IPV4_HOST = r"^[0-9]{1,3}(\.[0-9]{1,3}){3}:[0-9]{1,5}$"
 _IPV4_ADDRESS = r"^[0-9]{1,3}(\.[0-9]{1,3}){3}$"
@@ -144,7 +146,8 @@ def _prop_piece(name: str, values: pa.Array) -> pa.Array:
 
 
 def property_strings(table: pa.Table, cluster_name: str) -> pa.Array:
-    """The stored property string of each row: UNIQ_KEY, CLUSTER, TAGS, KEYS, the stored properties, then
+    """The stored property string of each row: UNIQ_KEY, CLUSTER, MSG_REGION, TRACE_ON, TAGS, KEYS, the stored
+    properties, then
     __SHARDINGKEY and TIMER_DELIVER_MS from the message group and delivery time."""
     n = table.num_rows
 
@@ -157,7 +160,7 @@ def property_strings(table: pa.Table, cluster_name: str) -> pa.Array:
         tags=col("tag"),
         keys=col("keys"),
         user=col("properties"),
-        constant={CLUSTER: cluster_name},
+        constant={CLUSTER: cluster_name, MSG_REGION: "DefaultRegion", TRACE_ON: "true"},
     )
     pieces = [props]
     group = col("message_group")

@@ -34,7 +34,7 @@ SERVE_ARGS = (
     "--min-invisible-ms",
     "1000",
     "--transaction-check-ms",
-    "1500",
+    "4000",  # a check-back before the test looks would commit message 1 early (slow machines)
 )
 
 
@@ -303,7 +303,7 @@ def test_transactions_commit_rollback_and_check_back(served, clients):
     tx = producer.begin_transaction()
     producer.send(message(topic, 2), tx)
     tx.rollback()
-    time.sleep(2)  # past the check interval: nothing resurrects it
+    time.sleep(5)  # past the check interval: nothing resurrects it
     assert receive_all(consumer, 1, 3) == []
     assert visible_count(served.endpoints, topic) == 1
 

@@ -180,7 +180,9 @@ def test_send_refusals(broker_a, topic):
     assert broker_a.send_message("bad topic!", b"x").code == R.INVALID_PARAMETER
     assert broker_a.send_message("TBW102", b"x").code == R.NO_PERMISSION
     assert broker_a.send_message(topic, b"x" * (4 * 1024 * 1024 + 1)).code == R.MESSAGE_ILLEGAL
-    assert broker_a.send_message(topic, b"x", properties={"TAGS": "a|b"}).code == R.MESSAGE_ILLEGAL
+    assert broker_a.send_message(topic, b"").code == R.SYSTEM_ERROR  # the 5.x store refuses an empty body
+    # The proxy's message rules are not a broker's: a tag with '|' is stored (and filtered by its hash).
+    assert broker_a.send_message(topic, b"x", properties={"TAGS": "a|b"}).code == R.SUCCESS
     r = broker_a.call(Q.SEND_MESSAGE_V2, {"b": topic})  # required fields missing
     assert r.code == R.SYSTEM_ERROR and "is missing" in r.remark
 

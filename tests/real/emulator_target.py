@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import realcluster as rc
-
 from broker_emulator import Emulator
+from tests.real import realcluster as rc
 
 # The real clusters' broker.conf values (realcluster.Cluster.broker_properties).
 DELAY_LEVELS = "1s 1s 2s 2s 3s 3s 4s 4s 5s 5s 6s 6s 7s 7s 8s 8s 9s 9s"
