@@ -61,10 +61,11 @@ def _pulled_batch(endpoints: str, topic: str, rows: int) -> tuple[pa.RecordBatch
 
 class CeilingReader(DataSourceReader):
     def __init__(self, options: dict[str, str]) -> None:
-        ns = options.get("nameServer")
-        self.endpoints = NAME_SERVER_PREFIX + ns if ns else options["endpoints"]
-        self.topic = options["topic"]
-        self.batch_rows = int(options.get("pullBatchSize", "8192"))
+        lowered = {k.lower(): v for k, v in options.items()}  # Spark may lowercase option keys
+        ns = lowered.get("nameserver")
+        self.endpoints = NAME_SERVER_PREFIX + ns if ns else lowered["endpoints"]
+        self.topic = lowered["topic"]
+        self.batch_rows = int(lowered.get("pullbatchsize", "8192"))
 
     def partitions(self) -> list[InputPartition]:
         return _plan(self.endpoints, self.topic, self.batch_rows)

@@ -154,6 +154,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None]) -> list[Row]:
         if "remoting" in args.groups and raw_throughput.NAME_SERVER:
             if not needs_data:
                 raw_send(endpoints, n, size, topic=TOPIC, warmup_topic=WARMUP_TOPIC)
+            client_pull(endpoints, WARMUP_TOPIC, 8192, name_server=raw_throughput.NAME_SERVER)  # connections
             log(f"remoting pull of {n:,} (name server {raw_throughput.NAME_SERVER})")
             rate, pulled = client_pull(endpoints, TOPIC, 8192, name_server=raw_throughput.NAME_SERVER)
             if pulled != n:

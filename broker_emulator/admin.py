@@ -389,6 +389,7 @@ def _fault(client: AdminClient, a: argparse.Namespace) -> tuple[object, str]:
 _STATS_COLUMNS = [
     "broker",
     "endpoint",
+    "remoting",
     "topics",
     "queues",
     "messages",

@@ -58,8 +58,9 @@ class ClusterAdmin:
                 g = groups.setdefault(group, {"group": group, "topics": set(), "clients": 0})
                 g["topics"].add(topic)
         for c in clients:
-            if c["group"]:
-                g = groups.setdefault(c["group"], {"group": c["group"], "topics": set(), "clients": 0})
+            # A remoting client may belong to several consumer groups (its heartbeat lists them all).
+            for name in c.get("consumer_groups") or ([c["group"]] if c["group"] else []):
+                g = groups.setdefault(name, {"group": name, "topics": set(), "clients": 0})
                 g["clients"] += 1
                 g["topics"].update(c["topics"])
         return {
@@ -116,6 +117,7 @@ class ClusterAdmin:
                 {
                     **b.store.stats(),
                     "endpoint": b.endpoint,
+                    "remoting": f"{b.host}:{b.remoting_port}" if b.remoting_port else None,
                     "faults": b.faults.current.to_dict(),
                     "pop": b.pop.stats() if b.pop else {},
                     "delayed_pending": b.delay.pending if b.delay else 0,

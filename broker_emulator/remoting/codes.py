@@ -42,7 +42,7 @@ def code_of(error: BrokerError | Denied) -> int:
     return int(CODES[error.kind])
 
 
-def pull_code(result: GetResult, offset: int) -> int:
+def pull_code(result: GetResult) -> int:
     """GetMessageStatus → response code (`PullMessageProcessor`, master broker): an empty or missing queue
     pulled from 0 is PULL_NOT_FOUND, from elsewhere PULL_OFFSET_MOVED."""
     if result.status == FOUND:

@@ -14,7 +14,7 @@ from rocketmq_protocol.message_schema import TRANSACTION
 from rocketmq_protocol.remoting.flags import MessageSysFlag
 from rocketmq_protocol.remoting.headers import SendMessageRequestHeader
 from rocketmq_protocol.remoting.message_codec import decode_batch, encode_stored
-from rocketmq_protocol.remoting.message_id import create_offset_message_id, create_uniq_id
+from rocketmq_protocol.remoting.message_id import create_uniq_id
 from rocketmq_protocol.remoting.properties import (
     CLUSTER,
     DELAY,
@@ -135,10 +135,6 @@ def send_columns(
     )
 
 
-def offset_message_ids(host: str, port: int, commit_offsets: np.ndarray) -> list[str]:
-    return [create_offset_message_id(host, port, int(o)) for o in commit_offsets]
-
-
 def _prop_piece(name: str, values: pa.Array) -> pa.Array:
     """`name \\x01 value \\x02` per row ('' where the value is null or empty)."""
     values = pc.if_else(pc.equal(values, ""), pa.scalar(None, pa.string()), values)
@@ -174,6 +170,17 @@ def property_strings(table: pa.Table, cluster_name: str) -> pa.Array:
     return pc.binary_join_element_wise(*pieces, "")
 
 
+def _ints(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """An integer or timestamp column as int64 NumPy (nulls as 0), without Arrow compute calls when it has
+    no nulls (the usual case)."""
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if pa.types.is_timestamp(arr.type):
+        arr = arr.view(pa.int64())
+    if arr.null_count:
+        arr = arr.fill_null(0)
+    return arr.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+
+
 def stored_records(
     table: pa.Table,
     topic: str,
@@ -184,9 +191,9 @@ def stored_records(
 ) -> bytes:
     """Stored rows of one queue → the records of a pull response, column by column. `commit`: the rows'
     commit-log offsets when they are not those of (topic, queue_id) (a half message shown as its real topic)."""
-    qoff = table.column("queue_offset").combine_chunks()
+    qoff = _ints(table.column("queue_offset"))
     if commit is None:
-        commit = broker.store.commit_offsets(topic, queue_id, qoff.to_numpy())
+        commit = broker.store.commit_offsets(topic, queue_id, qoff)
     born_host = table.column("born_host").combine_chunks()
     ok = pc.fill_null(pc.match_substring_regex(born_host, _IPV4_HOST), False)
     if not pc.all(ok).as_py():
@@ -210,12 +217,12 @@ def stored_records(
         commitlog_offset=commit,
         body=table.column("body").combine_chunks(),
         properties=property_strings(table, cluster_name),
-        born_timestamp=table.column("born_timestamp").combine_chunks(),
-        store_timestamp=table.column("store_timestamp").combine_chunks(),
+        born_timestamp=_ints(table.column("born_timestamp")),
+        store_timestamp=_ints(table.column("store_timestamp")),
         born_host=born_host,
         store_host=f"{broker.host}:{broker.remoting_port}",
         sysflag=sysflag,
-        reconsume_times=table.column("reconsume_times").combine_chunks(),
+        reconsume_times=_ints(table.column("reconsume_times")),
         # Clients do not check BODYCRC (MessageDecoder is called with checkCRC=false): it is left 0 rather
         # than paying a Python crc32 call per message (docs/deviations.md, "Remoting").
         body_crc=np.zeros(n, np.int32),

@@ -80,7 +80,7 @@ async def pull_message(self: RemotingBroker, conn: Connection, cmd: RemotingComm
         min_offset=result.min_offset,
         max_offset=result.max_offset,
     )
-    code = pull_code(result, h.queue_offset)
+    code = pull_code(result)
     body = b""
     if result.status == FOUND and result.table is not None:
         body = stored_records(result.table, topic, qid, self.broker, self.cluster.config.cluster_name)

@@ -94,18 +94,22 @@ async def send_message(self: RemotingBroker, conn: Connection, cmd: RemotingComm
     )
     await store.wait_durable(end)
     # Where each message went: its queue, the timer topic (delayed) or the half topic (transactional).
-    txs = result.transaction_ids or [""] * cols.n
-    due = cols.delivery_timestamp or [None] * cols.n
-    commit = np.empty(cols.n, np.int64)
-    for i in range(cols.n):
-        off = int(result.offsets[i])
-        if txs[i]:
-            where = (HALF_TOPIC, 0)
-        elif due[i] is not None and due[i] > now:
-            where = (TIMER_TOPIC, 0)
-        else:
-            where = (topic, int(result.queue_ids[i]))
-        commit[i] = store.commit_offsets(where[0], where[1], np.array([off]))[0]
+    n = cols.n
+    txs = result.transaction_ids or [""] * n
+    offsets = np.asarray(result.offsets, np.int64)
+    commit = np.empty(n, np.int64)
+    half = np.fromiter((bool(t) for t in txs), bool, n) if result.transaction_ids else np.zeros(n, bool)
+    due = cols.delivery_timestamp
+    timer = np.fromiter((d is not None and d > now for d in due), bool, n) if due else np.zeros(n, bool)
+    timer &= ~half
+    normal = ~(half | timer)
+    if half.any():
+        commit[half] = store.commit_offsets(HALF_TOPIC, 0, offsets[half])
+    if timer.any():
+        commit[timer] = store.commit_offsets(TIMER_TOPIC, 0, offsets[timer])
+    for qid in np.unique(result.queue_ids[normal]) if normal.any() else []:
+        rows = normal & (result.queue_ids == qid)
+        commit[rows] = store.commit_offsets(topic, int(qid), offsets[rows])
     host, port = self.broker.host, self.broker.remoting_port
     ids = [create_offset_message_id(host, port, int(c)) for c in commit]
     header = SendMessageResponseHeader(

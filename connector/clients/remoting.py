@@ -35,7 +35,6 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 
@@ -205,6 +204,7 @@ class RemotingClient(RocketMQClient):
         self._versions: dict[str, int] = {}  # address → the server's version (from its responses)
         self._visible_groups: set[tuple[str, str]] = set()  # (group, broker) checked for a retry topic
         self._delay_levels: dict[str, tuple[int, ...]] = {}  # broker address → its delay levels (ms)
+        self._pull_templates: dict[tuple, dict[str, str]] = {}  # PULL_MESSAGE ext fields without offsets
         self.client_id = f"{os.getpid()}@{random.getrandbits(48):012x}"
 
     # ------------------------------------------------------------------ names
@@ -605,28 +605,40 @@ class RemotingClient(RocketMQClient):
         self, queue: RouteEntry, offset: int, count: int, group: str, flt: FilterSpec | None, suspend_ms: int,
         max_bytes: int,
     ) -> dict[str, str]:  # fmt: skip
-        sys_flag = PullSysFlag.SUBSCRIPTION | (PullSysFlag.SUSPEND if suspend_ms > 0 else 0)
-        if flt is None or flt.matches_all:
-            subscription, expression_type = "*", "TAG"
-        else:
-            subscription = flt.expression
-            expression_type = "SQL92" if flt.kind == FILTER_SQL else "TAG"
-        h = PullMessageRequestHeader(
-            consumer_group=self._wrap(group),
-            topic=self._wrap(queue.topic),
-            queue_id=queue.queue_id,
-            queue_offset=offset,
-            max_msg_nums=count,
-            sys_flag=int(sys_flag),
-            commit_offset=0,
-            suspend_timeout_millis=max(suspend_ms, 0),
-            sub_version=0,
-            subscription=subscription,
-            expression_type=expression_type,
-            max_msg_bytes=max_bytes if max_bytes > 0 else None,
-            bname=queue.broker,
-        )
-        return self._ext(h)
+        """PULL_MESSAGE's ext fields (signed): a cached template per queue, group, filter and mode, with
+        the offset and count filled in (the hot path of pipelined pulls)."""
+        key = (queue.queue, group, flt, suspend_ms > 0, max_bytes)
+        template = self._pull_templates.get(key)
+        if template is None:
+            sys_flag = PullSysFlag.SUBSCRIPTION | (PullSysFlag.SUSPEND if suspend_ms > 0 else 0)
+            if flt is None or flt.matches_all:
+                subscription, expression_type = "*", "TAG"
+            else:
+                subscription = flt.expression
+                expression_type = "SQL92" if flt.kind == FILTER_SQL else "TAG"
+            template = PullMessageRequestHeader(
+                consumer_group=self._wrap(group),
+                topic=self._wrap(queue.topic),
+                queue_id=queue.queue_id,
+                queue_offset=0,
+                max_msg_nums=0,
+                sys_flag=int(sys_flag),
+                commit_offset=0,
+                suspend_timeout_millis=0,
+                sub_version=0,
+                subscription=subscription,
+                expression_type=expression_type,
+                max_msg_bytes=max_bytes if max_bytes > 0 else None,
+                bname=queue.broker,
+            ).to_ext_fields()
+            if len(self._pull_templates) > 4096:
+                self._pull_templates.clear()
+            self._pull_templates[key] = template
+        ext = dict(template)
+        ext["queueOffset"] = str(offset)
+        ext["maxMsgNums"] = str(count)
+        ext["suspendTimeoutMillis"] = str(max(suspend_ms, 0))
+        return self._sign(ext)
 
     def _sub_result(self, resp: RemotingCommand, offset: int, address: str, queue: RouteEntry) -> _SubPull:
         status = _PULL_CODES.get(resp.code)
@@ -738,15 +750,16 @@ class RemotingClient(RocketMQClient):
             if nbytes >= byte_cap:
                 break
             starts = list(range(cursor, limit, span))[:PULL_WINDOW]
-            pending: list[tuple[int, Future[RemotingCommand], RemotingConnection, str]] = []
-            for s in starts:
-                ext = self._pull_header(queue, s, min(span, limit - s), group, flt, 0, max_bytes)
-                address = self._brokers.get(queue.broker, queue.endpoint)
-                try:
-                    conn = self._pool.get(address, 3.0)
-                    pending.append((s, conn.request(RequestCode.PULL_MESSAGE, ext), conn, address))
-                except (OSError, ConnectionLost):
-                    break  # the first request will retry with the full logic
+            address = self._brokers.get(queue.broker, queue.endpoint)
+            exts = [
+                self._pull_header(queue, s, min(span, limit - s), group, flt, 0, max_bytes) for s in starts
+            ]
+            try:
+                conn = self._pool.get(address, 3.0)
+                futures = conn.request_many(RequestCode.PULL_MESSAGE, exts)
+            except (OSError, ConnectionLost):
+                futures = []  # stop here: the next pull() retries with the full logic
+            pending = [(s, f, conn, address) for s, f in zip(starts, futures, strict=False)]
             if not pending:
                 return cursor, overlap
             progressed, broken = False, False

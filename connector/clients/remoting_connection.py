@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import json
 import logging
 import socket
 import ssl
@@ -42,6 +43,8 @@ log = logging.getLogger(__name__)
 __all__ = ["ConnectionLost", "ConnectionPool", "RemotingConnection", "encode_request", "split_address"]
 
 _PREFIX = struct.Struct(">iI")
+_VERSION = int(CURRENT_VERSION)
+_JSON = json.JSONEncoder(separators=(",", ":"))
 _I32 = struct.Struct(">i")
 CONNECT_TIMEOUT_S = 3.0
 
@@ -61,16 +64,21 @@ def split_address(address: str) -> tuple[str, int]:
 def encode_request(
     code: int, ext_fields: dict[str, str], body: bytes | memoryview = b"", opaque: int = 0, flag: int = 0
 ) -> bytes:
-    """A request's length prefix and JSON header (the body follows on the wire)."""
-    cmd = RemotingCommand(
-        code=code,
-        language=LanguageCode.PYTHON,
-        version=int(CURRENT_VERSION),
-        opaque=opaque,
-        flag=flag,
-        ext_fields=ext_fields,
-    )
-    header = encode_header(cmd, SerializeType.JSON)
+    """A request's length prefix and JSON header (the body follows on the wire).
+
+    The header is `RemotingCommand`'s JSON as Java writes it, encoded by the C JSON encoder (the remoting
+    servers parse any key order; non-ASCII goes as \\u escapes, which fastjson reads)."""
+    header = _JSON.encode(
+        {
+            "code": code,
+            "extFields": ext_fields,
+            "flag": flag,
+            "language": "PYTHON",
+            "opaque": opaque,
+            "serializeTypeCurrentRPC": "JSON",
+            "version": _VERSION,
+        }
+    ).encode()
     return _PREFIX.pack(4 + len(header) + len(body), len(header)) + header
 
 
@@ -136,6 +144,26 @@ class RemotingConnection:
         except OSError as e:
             self._fail(e)
         return fut
+
+    def request_many(self, code: int, ext_fields: list[dict[str, str]]) -> list[Future[RemotingCommand]]:
+        """Several requests without bodies in one write (pipelined pulls); one Future each."""
+        futures: list[Future[RemotingCommand]] = []
+        heads: list[bytes] = []
+        with self._pending_lock:
+            if self._closed is not None:
+                raise ConnectionLost(f"connection to {self.address} is closed ({self._closed})")
+            for ext in ext_fields:
+                fut: Future[RemotingCommand] = Future()
+                opaque = next(self._opaques) & 0x7FFFFFFF
+                self._pending[opaque] = fut
+                futures.append(fut)
+                heads.append(encode_request(code, ext, b"", opaque))
+        try:
+            with self._write_lock:
+                self._sock.sendall(b"".join(heads))
+        except OSError as e:
+            self._fail(e)
+        return futures
 
     def oneway(self, code: int, ext_fields: dict[str, str], body: bytes = b"") -> None:
         head = encode_request(code, ext_fields, body, next(self._opaques) & 0x7FFFFFFF, ONEWAY_FLAG)

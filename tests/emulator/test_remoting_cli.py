@@ -68,3 +68,27 @@ def test_serve_reports_a_busy_port():
             assert "cannot listen" in str(e)
         else:
             raise AssertionError("the emulator started on a busy port")
+
+
+def test_admin_cli_shows_remoting_listeners_clients_and_lag():
+    import json
+
+    from rocketmq_protocol.remoting.codes import RequestCode as Q
+    from tests.support.emulator_proc import run_admin
+
+    emu = EmulatorProcess("--brokers", "1", "--topic", "orders:2")
+    try:
+        stats = json.loads(run_admin(emu.endpoints, "--json", "stats").stdout)
+        remoting = stats["brokers"][0]["remoting"]
+        assert remoting.startswith("127.0.0.1:")
+        with RemotingClient(remoting) as c:
+            c.heartbeat("java@1", consumer_group="g-remote", topic="orders")
+            c.send_message("orders", b"x", queue_id=0)
+            q = {"consumerGroup": "g-remote", "topic": "orders", "queueId": 0, "commitOffset": 0}
+            assert c.call(Q.UPDATE_CONSUMER_OFFSET, q).code == R.SUCCESS
+            groups = json.loads(run_admin(emu.endpoints, "--json", "groups").stdout)
+            assert {"group": "g-remote", "clients": 1, "topics": ["orders"]} in groups["groups"]
+            lag = json.loads(run_admin(emu.endpoints, "--json", "lag", "--group", "g-remote").stdout)
+            assert [(r["queue"], r["committed"], r["lag"]) for r in lag] == [(0, 0, 1)]
+    finally:
+        assert emu.stop() == 0

@@ -18,6 +18,7 @@ DELAY_LEVELS = "1s 1s 2s 2s 3s 3s 4s 4s 5s 5s 6s 6s 7s 7s 8s 8s 9s 9s"
 @dataclass
 class EmulatorCluster(rc.Cluster):
     emulator: Emulator | None = None
+    acl: dict | None = None  # an ACL for the emulator (docs/design.md, 'Security')
 
     def start(self, timeout: float = 60.0) -> EmulatorCluster:
         self._tools = rc.require_tools()
@@ -30,6 +31,7 @@ class EmulatorCluster(rc.Cluster):
             auto_create_topics=True,
             delay_levels=DELAY_LEVELS,
             transaction_check_ms=3000,
+            acl=self.acl,
         ).start(timeout)
         self.namesrv_port = int(self.emulator.name_server.rsplit(":", 1)[1])
         self.broker_port = self.emulator.cluster.brokers[0].remoting_port
