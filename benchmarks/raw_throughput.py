@@ -65,15 +65,28 @@ def start_emulator(
     for t in topics:
         cmd += ["--topic", t]
     cmd += ["--data-dir", data_dir] if data_dir else ["--in-memory"]
+    if emulator_has_name_server():
+        cmd += ["--namesrv-port", "0", "--remoting-port", "0"]  # free ports, never RocketMQ's defaults
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    proc.name_server = None  # type: ignore[attr-defined]  # "host:port" when the emulator serves remoting
     deadline = time.time() + 30
     while time.time() < deadline:
         line = proc.stdout.readline()
+        m = re.match(r"name server: (\S+)", line)
+        if m:
+            proc.name_server = m.group(1)  # type: ignore[attr-defined]
         m = re.match(r"endpoints: (\S+)", line)
         if m:
             return proc, m.group(1)
     proc.kill()
     raise RuntimeError("emulator did not start")
+
+
+def emulator_has_name_server() -> bool:
+    """Whether this emulator serves RocketMQ's remoting protocol (a name server, `--namesrv-port`)."""
+    from broker_emulator.embedded import Emulator
+
+    return hasattr(Emulator, "name_server")
 
 
 def build_requests(

@@ -9,6 +9,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 import psutil
@@ -18,14 +19,23 @@ from benchmarks.ceiling import NAME as CEILING_FORMAT
 from benchmarks.ceiling import CeilingSource
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 QUERY_TIMEOUT_S = 600
 
 
-def _reader_options(endpoints: str, topic: str) -> dict[str, str]:
+Connection = str | Mapping[str, str]
+
+
+def connection(endpoints: Connection) -> dict[str, str]:
+    """The rocketmq connection options: `endpoints` (a gRPC endpoint list) or the given options (e.g.
+    `{"nameServer": ...}`)."""
+    return {"endpoints": endpoints} if isinstance(endpoints, str) else dict(endpoints)
+
+
+def _reader_options(endpoints: Connection, topic: str) -> dict[str, str]:
     return {
-        "endpoints": endpoints,
+        **connection(endpoints),
         "topic": topic,
         "startingOffsets": "earliest",
         "consumerGroup": f"bench_{uuid.uuid4().hex[:8]}",
@@ -33,7 +43,7 @@ def _reader_options(endpoints: str, topic: str) -> dict[str, str]:
 
 
 def batch_read(
-    spark: SparkSession, endpoints: str, topic: str, messages: int, fmt: str = "rocketmq"
+    spark: SparkSession, endpoints: Connection, topic: str, messages: int, fmt: str = "rocketmq"
 ) -> float:
     """`spark.read.format(fmt)` of the whole topic → `noop`; messages/s."""
     df = spark.read.format(fmt).options(**_reader_options(endpoints, topic)).load()
@@ -55,7 +65,7 @@ def ceiling_stream_read(spark: SparkSession, endpoints: str, topic: str, message
 
 
 def stream_read(
-    spark: SparkSession, endpoints: str, topic: str, messages: int, fmt: str = "rocketmq"
+    spark: SparkSession, endpoints: Connection, topic: str, messages: int, fmt: str = "rocketmq"
 ) -> float:
     """`readStream` + `trigger(availableNow=True)` → `noop` over the whole topic; messages/s from
     `start()` to termination. Fails unless the query's progress reports exactly `messages` rows."""
@@ -83,7 +93,7 @@ def stream_read(
 
 def latency(
     spark: SparkSession,
-    endpoints: str,
+    endpoints: Connection,
     topic: str,
     samples: int,
     interval_s: float,
@@ -91,32 +101,51 @@ def latency(
     warmup: int = 20,
 ) -> tuple[float, float]:
     """Send → visible in a `foreachBatch` (trigger processingTime 0 s), p50 and p99 in seconds; `options`
-    are extra reader options.
-
-    A thread sends `warmup` and then `samples` single messages `interval_s` apart, each body its send time;
-    the batch function takes each body's age once its rows are collected on the driver. The warm-up ones
-    (body prefixed `w`) let the query's Python workers start and are not counted."""
+    are extra reader options. Each message is sent alone by the connector's Producer and acknowledged
+    before the next (`probe_latency` does the rest)."""
     from connector.options import parse_writer_options
     from connector.producer import Producer
     from connector.sink_rows import RowChecker
 
+    opts = {**_reader_options(endpoints, topic), "startingOffsets": "latest", **(options or {})}
+    wopts = parse_writer_options({**connection(endpoints), "topic": topic})
+    producer, checker = Producer(wopts), RowChecker({"body": "body"}, topic, wopts.max_message_size)
+
+    def send(body: bytes) -> None:
+        for rows in checker.check(pa.record_batch([pa.array([body], pa.binary())], names=["body"]), 0):
+            producer.send(rows)
+        producer.flush()
+
+    stream = spark.readStream.format("rocketmq").options(**opts).load().select("body")
+    return probe_latency(stream, send, samples, interval_s, warmup)
+
+
+def probe_latency(
+    stream: DataFrame,
+    send: Callable[[bytes], None],
+    samples: int,
+    interval_s: float,
+    warmup: int = 20,
+) -> tuple[float, float]:
+    """p50 and p99 in seconds of send → visible in a `foreachBatch` of `stream` (one binary column holding
+    the bodies) with trigger processingTime 0 s.
+
+    Sends `warmup` and then `samples` single messages `interval_s` apart through `send`, each body its send
+    time; the batch function takes each body's age once its rows are collected on the driver. The warm-up
+    ones (body prefixed `w`) let the query's Python workers start and are not counted."""
     seen: list[float] = []
     done = threading.Event()
 
     def on_batch(df, _batch_id: int) -> None:  # type: ignore[no-untyped-def]
-        rows = df.select("body").collect()
+        rows = df.collect()
         now = time.time()
-        seen.extend(now - float(r.body) for r in rows if not r.body.startswith(b"w"))
+        seen.extend(now - float(r[0]) for r in rows if not bytes(r[0]).startswith(b"w"))
         if len(seen) >= samples:
             done.set()
 
     checkpoint = tempfile.mkdtemp(prefix="bench-latency-")
-    opts = {**_reader_options(endpoints, topic), "startingOffsets": "latest", **(options or {})}
     q = (
-        spark.readStream.format("rocketmq")
-        .options(**opts)
-        .load()
-        .writeStream.foreachBatch(on_batch)
+        stream.writeStream.foreachBatch(on_batch)
         .trigger(processingTime="0 seconds")
         .option("checkpointLocation", checkpoint)
         .start()
@@ -125,13 +154,8 @@ def latency(
         deadline = time.monotonic() + 120
         while not q.recentProgress and time.monotonic() < deadline:  # the first (empty) batch ran
             time.sleep(0.05)
-        wopts = parse_writer_options({"endpoints": endpoints, "topic": topic})
-        producer, checker = Producer(wopts), RowChecker({"body": "body"}, topic, wopts.max_message_size)
         for i in range(warmup + samples):
-            body = pa.array([("w" if i < warmup else "").encode() + repr(time.time()).encode()], pa.binary())
-            for rows in checker.check(pa.record_batch([body], names=["body"]), i):
-                producer.send(rows)
-            producer.flush()
+            send(("w" if i < warmup else "").encode() + repr(time.time()).encode())
             time.sleep(interval_s)
         if not done.wait(60):
             raise RuntimeError(f"only {len(seen)} of {samples} latency samples arrived within 60 s")
