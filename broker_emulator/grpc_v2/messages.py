@@ -215,16 +215,36 @@ def _compressed(encodings: list[int] | None) -> list[bool] | None:
     return [e == d.GZIP for e in encodings]
 
 
-def send_columns(request) -> SendColumns:
+def _aligned(flat: Any, n: int) -> bool:
+    """Whether every leaf column of a flat parse has 0 or n values (each message set it once or none did)."""
+    fsp = flat.system_properties
+    counts = [len(getattr(flat, f)) for f in _FLAT_MESSAGE_FIELDS if f != "user_properties"]
+    counts += [len(getattr(fsp, f)) for f in _FLAT_SYSTEM_FIELDS if f != "keys"]
+    counts += [len(fsp.born_timestamp.seconds), len(fsp.born_timestamp.nanos)]
+    return all(c in (0, n) for c in counts)
+
+
+def send_columns(request, raw: bytes | None = None) -> SendColumns:
     """Reads a (non-empty) SendMessageRequest column-wise.
 
-    The request is re-serialized (canonically: each set field once per message, proto3 defaults omitted,
-    optional fields exactly when set) and parsed once as `_FlatRequest`. So a field with n values is set by
-    every message, one with none by no message; only a field set by some messages is read message by message.
+    The request is parsed once more as `_FlatRequest`, from its canonical serialization (each set field once
+    per message, proto3 defaults omitted, optional fields exactly when set). So a field with n values is set
+    by every message, one with none by no message; only a field set by some messages is read message by
+    message. `raw`, the request's bytes as received, spares the re-serialization when its flat parse has 0 or
+    n values in every column: a default value written on the wire reads as the same value either way (a
+    list of defaults rather than None, which the core treats alike). A field written twice in one message,
+    which no protobuf encoder does, would shift that column's values unless another column's count betrays
+    it; the re-serialized form is used whenever a count does.
     """
     msgs = request.messages
     n = len(msgs)
-    flat = _FlatRequest.FromString(request.SerializeToString()).messages
+    flat = None
+    if raw is not None:
+        flat = _FlatRequest.FromString(raw).messages
+        if not _aligned(flat, n):
+            flat = None
+    if flat is None:
+        flat = _FlatRequest.FromString(request.SerializeToString()).messages
     fsp = flat.system_properties
     sps: list = []
 
