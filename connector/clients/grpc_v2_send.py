@@ -429,6 +429,13 @@ def _varint_array(values: np.ndarray, prefix: int | None = None) -> pa.Array:
     return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
+def _binary_scalar(value: bytes) -> pa.Scalar:
+    """A binary scalar made from buffers: `pa.scalar(bytes)` would make pyarrow import pandas (a quarter
+    second and more in a fresh Spark worker, which does not otherwise import it)."""
+    offsets = np.array([0, len(value)], np.int32)
+    return pa.Array.from_buffers(pa.binary(), 1, [None, pa.py_buffer(offsets), pa.py_buffer(value)])[0]
+
+
 class PlainEncodedRows(EncodedRows):
     """Body-only messages (`_plain`) encoded with whole-array operations: every message's bytes, queue id 0,
     in one buffer (Arrow joins the per-message pieces), so a request is a slice of it with its messages'
@@ -456,15 +463,14 @@ class PlainEncodedRows(EncodedRows):
             n,
             [None, pa.py_buffer(np.arange(0, 16 * n + 1, 16, dtype=np.int32)), pa.py_buffer(hex_ids)],
         )
-        binary = pa.binary()
         joined = pc.binary_join_element_wise(
             headers,
-            pa.scalar(head, binary),
+            _binary_scalar(head),
             ids,
-            pa.scalar(after_id + QUEUE_ID_KEY + b"\x00", binary),
+            _binary_scalar(after_id + QUEUE_ID_KEY + b"\x00"),
             _varint_array(body_sizes, prefix=0x22),
             bodies,
-            pa.scalar(b"", binary),
+            _binary_scalar(b""),
         )
         self._data = np.frombuffer(joined.buffers()[2], np.uint8)
         offsets = np.frombuffer(joined.buffers()[1], np.int32, n + 1, joined.offset).astype(np.int64)
