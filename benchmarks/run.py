@@ -2,7 +2,10 @@
 
 One emulator subprocess (`serve --brokers 2 --queues 4`, in-memory unless --data-dir) serves every topic;
 one SparkSession from spark-defaults.conf (`examples/spark_defaults.py`) runs the Spark measures. Prints
-one table and writes a JSON file (default `benchmarks/results.json`).
+one table and writes a JSON file (default `benchmarks/results.json`). Then, when `stacks` runs, a second
+table: the same workload on this connector (emulator over gRPC and remoting, real RocketMQ 5.x over
+remoting) and on Spark's Kafka connector with a real Kafka broker (`benchmarks/stacks.py`); and the first
+write of a fresh session (`benchmarks/cold_start.py`) is a row of the first.
 
 Columns: *figure* is the measure (messages/s unless a unit says otherwise); *ratio* is the figure over what
 its target is stated against: the ceiling for reads, the discarding writer for the write, the official
