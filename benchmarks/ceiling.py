@@ -36,6 +36,9 @@ class CeilingPartition(InputPartition):
     rows: int
 
 
+NAME_SERVER_PREFIX = "nameServer="  # marks a remoting target among the endpoints strings below
+
+
 def _pulled_batch(endpoints: str, topic: str, rows: int) -> tuple[pa.RecordBatch, list[int]]:
     """One pull of up to `rows` messages of the topic's first queue in the reader's schema, and every
     queue's message count."""
@@ -43,7 +46,11 @@ def _pulled_batch(endpoints: str, topic: str, rows: int) -> tuple[pa.RecordBatch
     from connector.config import ClientConfig
     from connector.schema import to_record_batches
 
-    client = get_client(ClientConfig(endpoints))
+    if endpoints.startswith(NAME_SERVER_PREFIX):
+        config = ClientConfig(name_server=endpoints.removeprefix(NAME_SERVER_PREFIX))
+    else:
+        config = ClientConfig(endpoints)
+    client = get_client(config)
     queues = client.route(topic)
     counts = [client.max_offset(q) - client.min_offset(q) for q in queues]
     first = queues[0]
@@ -54,7 +61,8 @@ def _pulled_batch(endpoints: str, topic: str, rows: int) -> tuple[pa.RecordBatch
 
 class CeilingReader(DataSourceReader):
     def __init__(self, options: dict[str, str]) -> None:
-        self.endpoints = options["endpoints"]
+        ns = options.get("nameServer")
+        self.endpoints = NAME_SERVER_PREFIX + ns if ns else options["endpoints"]
         self.topic = options["topic"]
         self.batch_rows = int(options.get("pullBatchSize", "8192"))
 

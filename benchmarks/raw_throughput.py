@@ -14,10 +14,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import queue
 import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Sequence
@@ -35,6 +37,7 @@ from rocketmq_protocol.grpc_v2 import service_pb2_grpc as sg
 from rocketmq_protocol.message_schema import ipc_to_table
 
 TOPIC = "bench"
+NAME_SERVER: str | None = None  # the last started emulator's name server (remoting), when it has one
 WARMUP_TOPIC = "bench-warmup"
 MD = [("x-mq-client-id", "bench@1"), ("x-mq-queue-id-explicit", "true")]
 
@@ -43,13 +46,18 @@ def start_emulator(
     queues: int, data_dir: str | None, *, brokers: int = 1, topics: Sequence[str] = ()
 ) -> tuple[subprocess.Popen, str]:
     """`python -m broker_emulator serve` with TOPIC (`queues` per broker), WARMUP_TOPIC (1 queue) and
-    `topics` (NAME[:QUEUES]) on `brokers` brokers; returns the process and its `;`-separated endpoints."""
+    `topics` (NAME[:QUEUES]) on `brokers` brokers; returns the process and its `;`-separated endpoints.
+    The name server it prints (its remoting front end), if any, is left in `NAME_SERVER`."""
     cmd = [
         sys.executable,
         "-m",
         "broker_emulator",
         "serve",
         "--port",
+        "0",
+        "--namesrv-port",
+        "0",
+        "--remoting-port",
         "0",
         "--brokers",
         str(brokers),
@@ -65,28 +73,37 @@ def start_emulator(
     for t in topics:
         cmd += ["--topic", t]
     cmd += ["--data-dir", data_dir] if data_dir else ["--in-memory"]
-    if emulator_has_name_server():
-        cmd += ["--namesrv-port", "0", "--remoting-port", "0"]  # free ports, never RocketMQ's defaults
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-    proc.name_server = None  # type: ignore[attr-defined]  # "host:port" when the emulator serves remoting
+    lines: queue.Queue[str] = queue.Queue()
+
+    def pump() -> None:  # the emulator keeps printing; read its stdout in the background
+        for line in proc.stdout:  # type: ignore[union-attr]
+            lines.put(line)
+
+    threading.Thread(target=pump, daemon=True, name="emulator-stdout").start()
     deadline = time.time() + 30
+    endpoints = None
+    global NAME_SERVER
+    NAME_SERVER = None
     while time.time() < deadline:
-        line = proc.stdout.readline()
-        m = re.match(r"name server: (\S+)", line)
-        if m:
-            proc.name_server = m.group(1)  # type: ignore[attr-defined]
+        try:
+            line = lines.get(timeout=0.5 if endpoints else max(deadline - time.time(), 0.01))
+        except queue.Empty:
+            if endpoints:
+                return proc, endpoints  # no name-server line: an emulator without the remoting front end
+            continue
         m = re.match(r"endpoints: (\S+)", line)
         if m:
-            return proc, m.group(1)
+            endpoints = m.group(1)
+        m = re.match(r"name server: (\S+)", line)
+        if m:
+            NAME_SERVER = m.group(1)
+        if endpoints and NAME_SERVER:
+            return proc, endpoints
+    if endpoints:
+        return proc, endpoints
     proc.kill()
     raise RuntimeError("emulator did not start")
-
-
-def emulator_has_name_server() -> bool:
-    """Whether this emulator serves RocketMQ's remoting protocol (a name server, `--namesrv-port`)."""
-    from broker_emulator.embedded import Emulator
-
-    return hasattr(Emulator, "name_server")
 
 
 def build_requests(
@@ -158,11 +175,19 @@ def bench_pull(endpoint: str, queues: int, max_messages: int, topic: str = TOPIC
     return total / dt, total
 
 
-def client_pull(endpoints: str, topic: str, max_messages: int, threads: int = 2) -> tuple[float, int]:
-    """The connector's client (`RocketMQClient.pull`, bulk protocol) over every queue of `topic`, each
-    payload decoded to an Arrow table; `threads` queues at a time (as many pulls in flight as Spark's
-    read tasks have on this machine's two cores): (messages/s, messages)."""
-    client = get_client(ClientConfig(endpoints, pull_protocol="bulk"))
+def client_pull(
+    endpoints: str, topic: str, max_messages: int, threads: int = 2, name_server: str | None = None
+) -> tuple[float, int]:
+    """The connector's client (`RocketMQClient.pull`: the bulk protocol, or remoting PULL_MESSAGE with a
+    `name_server`) over every queue of `topic`, each answer decoded to an Arrow table; `threads` queues at a
+    time (as many pulls in flight as Spark's read tasks have on this machine's two cores):
+    (messages/s, messages)."""
+    config = (
+        ClientConfig(name_server=name_server)
+        if name_server
+        else ClientConfig(endpoints, pull_protocol="bulk")
+    )
+    client = get_client(config)
     queues = client.route(topic)
     starts = {q: client.min_offset(q) for q in queues}
 

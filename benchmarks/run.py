@@ -29,7 +29,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchmarks import cold_start, long_poll, official_client, spark_reads, stacks
+from benchmarks import (
+    cold_start,
+    long_poll,
+    official_client,
+    raw_throughput,
+    real_remoting,
+    spark_reads,
+    stacks,
+)
 from benchmarks.raw_throughput import TOPIC, WARMUP_TOPIC, client_pull, start_emulator
 from benchmarks.write_throughput import raw_send, spark_ratio
 
@@ -46,18 +54,35 @@ COLD_TOPIC = "bench-cold"
 # Topics of the stack comparison on the emulator (gRPC, remoting): a new one per write run, one for latency.
 EMULATOR_PREFIXES = ("anchor-grpc-", "anchor-remoting-")
 ANCHOR_WRITES = tuple(f"write-{r}" for r in range(10))
-GROUPS = ("raw", "official", "long_poll", "reads", "write", "latency", "memory", "cold_start", "stacks")
+GROUPS = (
+    "raw",
+    "official",
+    "long_poll",
+    "reads",
+    "remoting",
+    "write",
+    "latency",
+    "memory",
+    "real",
+    "cold_start",
+    "stacks",
+)
 # Every row a full run prints, in order.
 MEASURES = (
     "raw batched send",
     "raw bulk pull → Arrow",
+    "remoting pull → Arrow",
     "official Producer send",
     "official SimpleConsumer receive+ack",
     "long-poll wake-up p50",
+    "first write: one-time cost",
+    "first write: one-time cost, discarding writer",
     "read ceiling (Arrow from memory)",
     "batch read → noop",
     "stream read ceiling (same, as a stream)",
     "stream read → noop",
+    "batch read → noop (nameServer)",
+    "stream read → noop (nameServer)",
     "write ceiling (discarding Arrow writer)",
     "write → rocketmq",
     "latency p50 (send → foreachBatch)",
@@ -65,8 +90,13 @@ MEASURES = (
     "latency p50, numPartitions=2",
     "latency p99, numPartitions=2",
     "peak Python worker RSS (backlog read)",
-    "first write: one-time cost",
-    "first write: one-time cost, discarding writer",
+)
+# With --real-name-server, after the reads (benchmarks/real_remoting.py).
+REAL_MEASURES = (
+    "real 5.x: write → rocketmq (nameServer)",
+    "real 5.x: remoting pull → Arrow",
+    "real 5.x: stream read ceiling",
+    "real 5.x: stream read → noop (nameServer)",
 )
 QUICK = {
     "messages": 50_000,
@@ -116,6 +146,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     ap.add_argument("--cold-messages", type=int, default=1_000_000, help="rows of the first-write measure")
     ap.add_argument("--data-dir", help="durable emulator storage (default: in-memory)")
+    ap.add_argument(
+        "--real-name-server",
+        help="name server of a real RocketMQ cluster (e.g. tests/real/rocketmq.sh start) for the 'real' measures",
+    )
     ap.add_argument("--only", help=f"comma-separated subset of {','.join(GROUPS)} (default: all)")
     ap.add_argument("--json", default=DEFAULT_JSON, help="where to write the results")
     args = ap.parse_args(argv)
@@ -124,6 +158,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
             if getattr(args, key) == ap.get_default(key):
                 setattr(args, key, value)
     groups = set(GROUPS if not args.only else args.only.split(","))
+    if not args.real_name_server and not args.only:
+        groups.discard("real")
     unknown = groups - set(GROUPS)
     if unknown:
         ap.error(f"--only: unknown {', '.join(sorted(unknown))}; expected some of {', '.join(GROUPS)}")
@@ -162,6 +198,16 @@ def run(
             if pulled != n:
                 raise RuntimeError(f"raw bulk pull read {pulled} messages, sent {n}")
             rows.append(_at_least("raw bulk pull → Arrow", pull_rate, "msgs/s", 1, 1_000_000, "≥ 1,000,000"))
+        if "remoting" in args.groups and raw_throughput.NAME_SERVER:
+            if not needs_data:
+                raw_send(endpoints, n, size, topic=TOPIC, warmup_topic=WARMUP_TOPIC)
+            log(f"remoting pull of {n:,} (name server {raw_throughput.NAME_SERVER})")
+            rate, pulled = client_pull(endpoints, TOPIC, 8192, name_server=raw_throughput.NAME_SERVER)
+            if pulled != n:
+                raise RuntimeError(f"remoting pull read {pulled} messages, sent {n}")
+            rows.append(_at_least("remoting pull → Arrow", rate, "msgs/s", 1, 1_000_000, "≥ 1,000,000"))
+        elif "remoting" in args.groups:
+            log("remoting measures skipped: the emulator printed no name server (no remoting front end)")
         if "official" in args.groups:
             log("official Producer send loop")
             theirs, sent = official_client.producer_rate(
@@ -185,8 +231,8 @@ def run(
         if "cold_start" in args.groups:
             rows += cold_start_rows(args, endpoints, log)
         if "stacks" in args.groups:
-            stack_list = prepare_stacks(endpoints, getattr(proc, "name_server", None), real, log)
-        if args.groups & {"reads", "write", "latency", "memory", "stacks"}:
+            stack_list = prepare_stacks(endpoints, raw_throughput.NAME_SERVER, real, log)
+        if args.groups & {"reads", "write", "latency", "memory", "real", "stacks"}:
             rows += spark_measures(args, endpoints, log, stack_list, real)
     finally:
         real.stop()
@@ -258,6 +304,10 @@ def spark_measures(
             spark_reads.batch_read(spark, endpoints, WARMUP_TOPIC, 0)
             spark_reads.ceiling_read(spark, endpoints, WARMUP_TOPIC, 0)
             ceiling = batch = stream = stream_ceiling = 0.0
+            ns = raw_throughput.NAME_SERVER if "remoting" in args.groups else None
+            ns_batch = ns_stream = 0.0
+            if ns:
+                spark_reads.batch_read(spark, {"nameServer": ns}, WARMUP_TOPIC, 0)
             for r in range(args.repeat):  # interleaved, so a burst of load elsewhere hits one run of each
                 log(f"ceiling: {n:,} rows from memory (run {r + 1} of {args.repeat})")
                 ceiling = max(ceiling, spark_reads.ceiling_read(spark, endpoints, TOPIC, n))
@@ -269,6 +319,11 @@ def spark_measures(
                 )
                 log(f"stream read (availableNow) of {n:,}")
                 stream = max(stream, spark_reads.stream_read(spark, endpoints, TOPIC, n))
+                if ns:
+                    log(f"batch read of {n:,} over nameServer")
+                    ns_batch = max(ns_batch, spark_reads.batch_read(spark, {"nameServer": ns}, TOPIC, n))
+                    log(f"stream read (availableNow) of {n:,} over nameServer")
+                    ns_stream = max(ns_stream, spark_reads.stream_read(spark, {"nameServer": ns}, TOPIC, n))
             rows.append(Row("read ceiling (Arrow from memory)", ceiling, "msgs/s", "—"))
             rows.append(_at_least("batch read → noop", batch, "msgs/s", 0.85, ceiling, "≥ 0.85 × ceiling"))
             rows.append(Row("stream read ceiling (same, as a stream)", stream_ceiling, "msgs/s", "—"))
@@ -277,6 +332,29 @@ def spark_measures(
                     "stream read → noop", stream, "msgs/s", 0.85, stream_ceiling, "≥ 0.85 × stream ceiling"
                 )
             )
+            if ns:
+                rows.append(
+                    _at_least(
+                        "batch read → noop (nameServer)",
+                        ns_batch,
+                        "msgs/s",
+                        0.85,
+                        ceiling,
+                        "≥ 0.85 × ceiling",
+                    )
+                )
+                rows.append(
+                    _at_least(
+                        "stream read → noop (nameServer)",
+                        ns_stream,
+                        "msgs/s",
+                        0.85,
+                        stream_ceiling,
+                        "≥ 0.85 × stream ceiling",
+                    )
+                )
+        if "real" in args.groups and args.real_name_server:
+            rows += real_remoting.measures(spark, args.real_name_server, n, args.size, args.repeat, log)
         if "write" in args.groups:
             discard = rocketmq = 0.0
             for r in range(args.repeat):

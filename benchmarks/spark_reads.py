@@ -1,5 +1,6 @@
 """The Spark measures on the read side: stream read, batch read, their ceiling, end-to-end
-latency and the peak RSS of a Python worker. Each takes a running SparkSession and an emulator's endpoints."""
+latency and the peak RSS of a Python worker. Each takes a running SparkSession and an emulator's endpoints
+(or, where typed `str | dict`, a connection option such as `{"nameServer": "127.0.0.1:9876"}`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import psutil
@@ -24,16 +25,16 @@ if TYPE_CHECKING:
 QUERY_TIMEOUT_S = 600
 
 
-Connection = str | Mapping[str, str]
+Connection = str | dict[str, str]
 
 
-def connection(endpoints: Connection) -> dict[str, str]:
-    """The rocketmq connection options: `endpoints` (a gRPC endpoint list) or the given options (e.g.
-    `{"nameServer": ...}`)."""
-    return {"endpoints": endpoints} if isinstance(endpoints, str) else dict(endpoints)
+def connection(target: str | dict[str, str]) -> dict[str, str]:
+    """The connection option of a target: gRPC `endpoints` (a string) or a dict such as
+    `{"nameServer": "127.0.0.1:9876"}` (remoting)."""
+    return dict(target) if isinstance(target, dict) else {"endpoints": target}
 
 
-def _reader_options(endpoints: Connection, topic: str) -> dict[str, str]:
+def _reader_options(endpoints: str | dict[str, str], topic: str) -> dict[str, str]:
     return {
         **connection(endpoints),
         "topic": topic,
@@ -43,7 +44,7 @@ def _reader_options(endpoints: Connection, topic: str) -> dict[str, str]:
 
 
 def batch_read(
-    spark: SparkSession, endpoints: Connection, topic: str, messages: int, fmt: str = "rocketmq"
+    spark: SparkSession, endpoints: str | dict[str, str], topic: str, messages: int, fmt: str = "rocketmq"
 ) -> float:
     """`spark.read.format(fmt)` of the whole topic → `noop`; messages/s."""
     df = spark.read.format(fmt).options(**_reader_options(endpoints, topic)).load()
@@ -52,20 +53,22 @@ def batch_read(
     return messages / (time.perf_counter() - t0)
 
 
-def ceiling_read(spark: SparkSession, endpoints: str, topic: str, messages: int) -> float:
+def ceiling_read(spark: SparkSession, endpoints: str | dict[str, str], topic: str, messages: int) -> float:
     """The synthetic ceiling (`benchmarks.ceiling`): the same batches from memory, same partitions."""
     spark.dataSource.register(CeilingSource)
     return batch_read(spark, endpoints, topic, messages, CEILING_FORMAT)
 
 
-def ceiling_stream_read(spark: SparkSession, endpoints: str, topic: str, messages: int) -> float:
+def ceiling_stream_read(
+    spark: SparkSession, endpoints: str | dict[str, str], topic: str, messages: int
+) -> float:
     """The ceiling as a stream: the same batches from memory in one availableNow micro-batch."""
     spark.dataSource.register(CeilingSource)
     return stream_read(spark, endpoints, topic, messages, CEILING_FORMAT)
 
 
 def stream_read(
-    spark: SparkSession, endpoints: Connection, topic: str, messages: int, fmt: str = "rocketmq"
+    spark: SparkSession, endpoints: str | dict[str, str], topic: str, messages: int, fmt: str = "rocketmq"
 ) -> float:
     """`readStream` + `trigger(availableNow=True)` → `noop` over the whole topic; messages/s from
     `start()` to termination. Fails unless the query's progress reports exactly `messages` rows."""

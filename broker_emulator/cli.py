@@ -11,7 +11,8 @@ import sys
 
 from . import admin
 from .core.acl import AclError
-from .core.cluster import ClusterConfig
+from .core.cluster import DEFAULT_DELAY_LEVELS, ClusterConfig
+from .core.retry import parse_delay_levels
 from .server import EmulatorServer
 
 
@@ -28,13 +29,24 @@ def _topic_arg(value: str) -> tuple[str, int | None]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="rocketmq-emulator", description="RocketMQ 5 gRPC broker emulator")
+    parser = argparse.ArgumentParser(
+        prog="rocketmq-emulator", description="RocketMQ broker emulator (gRPC v2 and remoting)"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("serve", help="run brokers in the foreground")
     p.add_argument("--brokers", type=int, default=1, help="number of brokers (broker-a, broker-b, ...)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument(
         "--port", type=int, default=8081, help="port of broker-a; broker i listens on port+i (0: any)"
+    )
+    p.add_argument(
+        "--namesrv-port", type=int, default=9876, help="remoting name server port (0: any; default 9876)"
+    )
+    p.add_argument(
+        "--remoting-port",
+        type=int,
+        default=10911,
+        help="remoting port of broker-a; broker i listens on remoting-port+i (0: any; default 10911)",
     )
     store = p.add_mutually_exclusive_group()
     store.add_argument("--data-dir", help="durable storage directory")
@@ -69,6 +81,12 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=6000,
         help="how long a half message waits before the producer is asked to resolve it",
+    )
+    p.add_argument(
+        "--delay-levels",
+        default=DEFAULT_DELAY_LEVELS,
+        help="delays of levels 1..N for remoting DELAY sends and consumer send-backs "
+        '(messageDelayLevel, default "1s 5s 10s 30s 1m ... 2h")',
     )
     p.add_argument(
         "--acl",
@@ -122,14 +140,27 @@ async def _serve(args: argparse.Namespace) -> int:
         min_invisible_ms=args.min_invisible_ms,
         max_retries=args.max_retries,
         transaction_check_ms=args.transaction_check_ms,
+        delay_levels=args.delay_levels,
         acl=args.acl,
     )
     try:
-        server = EmulatorServer(config, args.port, cert, key)
+        parse_delay_levels(args.delay_levels)
+    except ValueError as e:
+        print(f"error: --delay-levels: {e}", file=sys.stderr)
+        return 2
+    try:
+        server = EmulatorServer(
+            config, args.port, cert, key, namesrv_port=args.namesrv_port, remoting_port=args.remoting_port
+        )
     except AclError as e:
         print(f"error: --acl: {e}", file=sys.stderr)
         return 2
-    await server.start()
+    try:
+        await server.start()
+    except OSError as e:
+        print(f"error: cannot listen: {e} (choose other ports, or 0 for free ones)", file=sys.stderr)
+        await server.stop()
+        return 2
     for name, queues in args.topic:
         server.cluster.create_topic(name, queues)
     stop = asyncio.Event()
@@ -139,7 +170,8 @@ async def _serve(args: argparse.Namespace) -> int:
             sig, stop.set
         )  # before the endpoints are printed: a caller may signal at once
     for b in server.cluster.brokers:
-        print(f"{b.name} listening on {b.endpoint}", flush=True)
+        print(f"{b.name} listening on {b.endpoint} (remoting {b.host}:{b.remoting_port})", flush=True)
+    print(f"name server: {server.name_server}", flush=True)
     print(f"endpoints: {server.endpoints}", flush=True)
     await stop.wait()
     print("stopping: flushing stores", flush=True)

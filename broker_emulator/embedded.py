@@ -67,6 +67,8 @@ class Emulator:
         tls_cert: bytes | None = None,
         tls_key: bytes | None = None,
         acl: str | os.PathLike | dict | None = None,
+        namesrv_port: int = 0,
+        remoting_port: int = 0,
         **options: Any,
     ) -> None:
         if brokers < 1:
@@ -81,6 +83,8 @@ class Emulator:
             **options,
         )
         self.port = port
+        self.namesrv_port = namesrv_port
+        self.remoting_port = remoting_port
         self._tls = (tls_cert, tls_key)
         self.server: EmulatorServer | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -98,7 +102,13 @@ class Emulator:
             self._loop = loop
             asyncio.set_event_loop(loop)
             try:
-                self.server = EmulatorServer(self.config, self.port, *self._tls)
+                self.server = EmulatorServer(
+                    self.config,
+                    self.port,
+                    *self._tls,
+                    namesrv_port=self.namesrv_port,
+                    remoting_port=self.remoting_port,
+                )
                 loop.run_until_complete(self.server.start())
             except BaseException as e:  # reported to the starting thread
                 error.append(e)
@@ -153,6 +163,13 @@ class Emulator:
         if self.server is None:
             raise RuntimeError("the emulator is not started")
         return self.server.endpoints
+
+    @property
+    def name_server(self) -> str:
+        """The remoting name server, "127.0.0.1:p" (a remoting client's `-n`, the connector's `nameServer`)."""
+        if self.server is None:
+            raise RuntimeError("the emulator is not started")
+        return self.server.name_server
 
     @property
     def cluster(self):

@@ -2,7 +2,7 @@
 
 - `rocketmq_emulator`: an in-memory 2-broker emulator started once per test session (lazily, only
   for sessions that use it) and stopped at the end; `.endpoints` is what the connector's `endpoints`
-  option takes.
+  option takes (gRPC v2), `.name_server` what its `nameServer` option and remoting clients take.
 - `rocketmq_topic`: a factory creating a fresh, uniquely named topic per call:
   `topic = rocketmq_topic()` or `rocketmq_topic("orders", queues=4)`.
 - `rocketmq_emulator_factory`: a factory starting a private emulator for one test (fault injection,

@@ -16,6 +16,9 @@ from .extension.service import ExtensionService
 from .grpc_v2.messages import warm_up
 from .grpc_v2.messaging import MessagingService
 from .grpc_v2.transactions import ask_producer
+from .remoting.broker import RemotingBroker
+from .remoting.namesrv import NameServer
+from .remoting.server import RemotingServer
 
 log = logging.getLogger(__name__)
 
@@ -32,9 +35,16 @@ class EmulatorServer:
         port: int = 8081,
         tls_cert: bytes | None = None,
         tls_key: bytes | None = None,
+        *,
+        namesrv_port: int = 0,
+        remoting_port: int = 0,
     ) -> None:
         self.config = config
         self.port = port
+        self.namesrv_port = namesrv_port
+        self.remoting_port = remoting_port
+        self.namesrv: RemotingServer | None = None
+        self.remoting: list[RemotingServer] = []
         self.tls = (tls_key, tls_cert) if tls_cert and tls_key else None
         self.cluster = Cluster(config)
         self.servers: list[grpc.aio.Server] = []
@@ -45,12 +55,22 @@ class EmulatorServer:
     def endpoints(self) -> str:
         return ";".join(b.endpoint for b in self.cluster.brokers)
 
+    @property
+    def name_server(self) -> str:
+        """The remoting name server's address (what a remoting client's `-n` / `nameServer` takes)."""
+        if self.namesrv is None:
+            raise RuntimeError("the name server is not started")
+        return f"{self.config.advertised_host or self.config.host}:{self.namesrv.port}"
+
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         warm_up()  # a client's first send does not pay the send path's first-call costs
         self.cluster.recover()
         for b in self.cluster.brokers:
             await self._start_broker(b, loop)
+        self.namesrv = RemotingServer("name server", NameServer(self.cluster).handlers())
+        await self.namesrv.start(self.config.host, self.namesrv_port)
+        log.info("name server listening on %s", self.name_server)
         self._housekeeping = asyncio.ensure_future(self._housekeep())
 
     async def _start_broker(self, b, loop) -> None:
@@ -92,6 +112,14 @@ class EmulatorServer:
         self.servers.append(server)
         self.services.append(messaging)
         log.info("%s listening on %s", b.name, b.endpoint)
+        front = RemotingBroker(self.cluster, b, polling)
+        remoting = RemotingServer(b.name, front.handlers(), gate=front.gate, on_close=front.on_close)
+        want = 0 if self.remoting_port == 0 else self.remoting_port + b.index
+        b.remoting_port = await remoting.start(self.config.host, want)
+        if b.transactions is not None:
+            b.transactions.check_backs.append(front.check_back)
+        self.remoting.append(remoting)
+        log.info("%s serving remoting on %s:%d", b.name, b.host, b.remoting_port)
 
     async def add_broker(self):
         """Adds a broker to the running cluster (it serves every existing topic)."""
@@ -118,4 +146,7 @@ class EmulatorServer:
                 b.polling.wake_all()
         await asyncio.gather(*(s.stop(grace) for s in self.servers), return_exceptions=True)
         self.servers.clear()
+        remoting = [*self.remoting, *([self.namesrv] if self.namesrv is not None else [])]
+        await asyncio.gather(*(s.stop() for s in remoting), return_exceptions=True)
+        self.remoting.clear()
         self.cluster.close()

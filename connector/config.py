@@ -13,27 +13,44 @@ PULL_PROTOCOLS = (PULL_AUTO, PULL_BULK, PULL_STANDARD)
 
 @dataclass(frozen=True)
 class ClientConfig:
-    """What a connection needs (endpoints, credentials, namespace, TLS); the key of the per-process client cache
-    and what `connector.clients.get_client` picks the client implementation by.
+    """What a connection needs (name servers or endpoints, credentials, namespace, TLS); the key of the
+    per-process client cache and what `connector.clients.new_client` picks the client implementation by.
 
-    `endpoints` are gRPC endpoints (the v2 client). `tls_ca_pem` holds the CA certificate read on the driver,
-    so executors need no copy of the file. `pull_protocol` (option `pullProtocol`) chooses the gRPC client's
-    pull RPC: `bulk` (the emulator's BulkPull), `standard` (v2 PullMessage) or `auto`. Secrets stay out of
-    repr/str.
+    Exactly one of `name_server` (option `nameServer`: RocketMQ name servers, the remoting client) and
+    `endpoints` (gRPC v2 endpoints, the v2 client) is set. `tls_ca_pem` holds the CA certificate read on the
+    driver, so executors need no copy of the file. `pull_protocol` (option `pullProtocol`) chooses the gRPC
+    client's pull RPC: `bulk` (the emulator's BulkPull), `standard` (v2 PullMessage) or `auto`. Secrets stay
+    out of repr/str.
     """
 
-    endpoints: str
+    endpoints: str = ""
     access_key: str | None = None
     secret_key: str | None = field(default=None, repr=False)
     namespace: str = ""
     tls: bool = False
     tls_ca_pem: bytes | None = field(default=None, repr=False)
     pull_protocol: str = PULL_AUTO
+    name_server: str = ""
 
     @property
     def endpoint_list(self) -> list[str]:
         """The `;`-separated endpoints as `host:port` strings, in the given order."""
         return [e.strip() for e in self.endpoints.split(";") if e.strip()]
+
+    @property
+    def name_server_list(self) -> list[str]:
+        """The `;`-separated name servers as `host:port` strings, in the given order."""
+        return [e.strip() for e in self.name_server.split(";") if e.strip()]
+
+    @property
+    def remoting(self) -> bool:
+        """Whether this config speaks RocketMQ's remoting protocol (a name server is given)."""
+        return bool(self.name_server)
+
+    @property
+    def target(self) -> str:
+        """Where the client connects, for messages: `name server H:P` or the gRPC endpoints."""
+        return f"name server {self.name_server}" if self.name_server else self.endpoints
 
 
 class FilterSpec(NamedTuple):

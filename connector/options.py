@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 # Canonical spellings; lookups are by lowercased key.
-COMMON_OPTIONS = ("endpoints", "accessKey", "secretKey", "namespace", "tls", "tlsCaFile")
+COMMON_OPTIONS = ("nameServer", "endpoints", "accessKey", "secretKey", "namespace", "tls", "tlsCaFile")
 READER_OPTIONS = (
     "topic",
     "consumerGroup",
@@ -165,6 +165,7 @@ class ReaderOptions:
     pull_batch_size: int
     pull_timeout_ms: int
     pull_protocol: str
+    name_server: str = ""
     access_key: str | None = None
     secret_key: str | None = field(default=None, repr=False)
     namespace: str = ""
@@ -193,6 +194,7 @@ class WriterOptions:
     max_in_flight_requests: int
     latency_max: tuple[int, ...]
     not_available_duration: tuple[int, ...]
+    name_server: str = ""
     access_key: str | None = None
     secret_key: str | None = field(default=None, repr=False)
     namespace: str = ""
@@ -208,7 +210,14 @@ class WriterOptions:
 def _client_config(o: ReaderOptions | WriterOptions) -> ClientConfig:
     pull_protocol = o.pull_protocol if isinstance(o, ReaderOptions) else PULL_AUTO
     return ClientConfig(
-        o.endpoints, o.access_key, o.secret_key, o.namespace, o.tls, o.tls_ca_pem, pull_protocol
+        o.endpoints,
+        o.access_key,
+        o.secret_key,
+        o.namespace,
+        o.tls,
+        o.tls_ca_pem,
+        pull_protocol,
+        name_server=o.name_server,
     )
 
 
@@ -324,7 +333,8 @@ def parse_duration_ms(name: str, raw: str) -> int:
 
 def _endpoints(name: str, raw: str) -> str:
     """`host:port[;host:port]` (an `http://`/`https://` prefix is dropped) → the normalized string."""
-    accepted = "'host:port' or several separated by ';' (e.g. '127.0.0.1:8081;127.0.0.1:8082')"
+    example = "10.0.0.5:9876;10.0.0.6:9876" if name == "nameServer" else "127.0.0.1:8081;127.0.0.1:8082"
+    accepted = f"'host:port' or several separated by ';' (e.g. '{example}')"
     out = []
     for part in raw.split(";"):
         ep = part.strip()
@@ -391,10 +401,17 @@ def _read_ca(name: str, path: str) -> bytes:
 
 
 def _transport(opts: _Options) -> dict[str, Any]:
-    """The options both the reader and the writer take: endpoints, credentials, namespace, TLS."""
+    """The options both the reader and the writer take: nameServer or endpoints, credentials, namespace, TLS."""
+    name_server = opts.get("nameServer")
     endpoints = opts.get("endpoints")
-    if endpoints is None:
-        raise OptionError("option 'endpoints' is required: 'host:port' of any broker (proxy) endpoint")
+    if (name_server is None) == (endpoints is None):
+        given = "both were given" if name_server is not None else "neither was given"
+        raise OptionError(
+            "exactly one of options 'nameServer' and 'endpoints' is required "
+            f"({given}): 'nameServer' is 'host:port[;host:port]' of RocketMQ name servers (the remoting "
+            "protocol of every RocketMQ 4.x/5.x cluster, port 9876 by default), 'endpoints' is "
+            "'host:port[;host:port]' of gRPC v2 endpoints (RocketMQ 5 proxies, port 8081, or the emulator)"
+        )
     access_key = opts.get("accessKey")
     secret_key = opts.get("secretKey")
     if access_key is not None and not access_key.strip():
@@ -410,7 +427,8 @@ def _transport(opts: _Options) -> dict[str, Any]:
     if ca_file is not None and not tls:
         raise OptionError("option 'tlsCaFile' needs 'tls'='true' (it was given with 'tls'='false')")
     return {
-        "endpoints": _endpoints("endpoints", endpoints),
+        "name_server": _endpoints("nameServer", name_server) if name_server is not None else "",
+        "endpoints": _endpoints("endpoints", endpoints) if endpoints is not None else "",
         "access_key": access_key,
         "secret_key": secret_key,
         "namespace": namespace.strip(),

@@ -54,7 +54,7 @@ def discover_queues(
                 continue
             if e.kind == ErrorKind.TOPIC_NOT_FOUND:
                 raise ConnectorError(
-                    f"topic {topic!r} of option 'topic' does not exist on {opts.endpoints} ({e})"
+                    f"topic {topic!r} of option 'topic' does not exist on {opts.client_config.target} ({e})"
                 ) from None
             raise
         found.update((e.queue, e) for e in route if e.readable)

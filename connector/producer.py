@@ -2,7 +2,11 @@
 acknowledged, through a `connector.clients.RocketMQClient`.
 
 * Requests hold up to `batchSize` messages / `batchBytes` encoded bytes of one topic and go to ONE queue
-  (the client's encoder writes the queue into the request at each attempt).
+  (the client's encoder writes the queue into the request at each attempt). RocketMQ sends a batch to one
+  queue, so each `send()` spreads its messages over the topic's writable queues in turn: its rows are cut
+  into requests of at most ceil(rows / writable queues) messages, but not below 32 (10,000 rows over 8
+  queues: 8 requests of 1,250), each going to the next queue of the round robin. Messages the protocol can only send alone
+  (`EncodedRows.alone`) get a request each.
 * The queue of a request comes from the topic's `QueueSelector` (round robin and fault latency, as
   apache/rocketmq's `MQFaultStrategy`) at each attempt; rows with a `messageGroup` go to the queue the group
   hashes to (Guava consistent hash of the group's Java hashCode over the topic's writable queues, as the
@@ -51,6 +55,8 @@ ROUTE_TTL_S = 30.0
 ROUTE_TIMEOUT_MS = 10_000
 BACKOFF_INITIAL_S = 0.01  # the proxy's producer backoff: 10 ms, ×2, at most 1 s
 BACKOFF_MAX_S = 1.0
+#: Spreading never cuts requests below this many messages (a handful of rows stays one request).
+SPREAD_MIN_MESSAGES = 32
 
 
 # ------------------------------------------------------------------------------------------ routes
@@ -97,7 +103,7 @@ def topic_route(client: RocketMQClient, options: WriterOptions, topic: str) -> T
     if not writable:
         raise SendFailedError(
             f"rocketmq sink: topic {topic!r} has no writable queue "
-            f"({len(entries)} queues in its route from {client.config.endpoints}, none with write permission)"
+            f"({len(entries)} queues in its route from {client.config.target}, none with write permission)"
         )
     refs = tuple(e.queue for e in writable)
     endpoints = {e.queue.broker: e.endpoint for e in writable}
@@ -174,7 +180,7 @@ class _Request:
     endpoint: str = ""
     last_broker: str | None = None
     last_error: str = "no attempt was made"
-    _payload: tuple[MessageQueue, bytes] | None = None
+    _payload: tuple[MessageQueue, object] | None = None
 
     def __len__(self) -> int:
         i = self.idx
@@ -184,7 +190,7 @@ class _Request:
     def row_numbers(self) -> np.ndarray:
         return self.rows.rows[self.idx]
 
-    def payload(self, queue: MessageQueue) -> bytes:
+    def payload(self, queue: MessageQueue) -> object:
         """The encoded request for `queue` (cached for the last queue)."""
         if self._payload is not None and self._payload[0] == queue:
             return self._payload[1]
@@ -254,7 +260,7 @@ class Producer:
             return
         route = self._route(checked.topic)
         if self._encoder is None:
-            self._encoder = self.client.send_encoder()
+            self._encoder = self.client.send_encoder(self.options.producer_group)
         rows = self._encoder.encode(checked)
         for req in self._requests(rows, route):
             self._enqueue(req)
@@ -286,11 +292,13 @@ class Producer:
             self._selector_base[topic] = route.selector.stats()
         return route
 
-    def _chunks(self, sizes: np.ndarray) -> Iterator[tuple[int, int]]:
-        """[start, end) ranges of at most batchSize messages and batchBytes bytes (at least one message)."""
+    def _chunks(self, sizes: np.ndarray, count: int | None = None) -> Iterator[tuple[int, int]]:
+        """[start, end) ranges of at most `count` (default batchSize) messages and batchBytes bytes (at least
+        one message)."""
         n = len(sizes)
         cum = np.cumsum(sizes)
-        limit, count = self.options.batch_bytes, self.options.batch_size
+        limit = self.options.batch_bytes
+        count = self.options.batch_size if count is None else count
         start = 0
         while start < n:
             base = int(cum[start - 1]) if start else 0
@@ -300,13 +308,16 @@ class Producer:
             start = end
 
     def _requests(self, rows: EncodedRows, route: TopicRoute) -> Iterator[_Request]:
-        if rows.groups is None:
+        alone = rows.alone
+        if rows.groups is None and alone is None:
             yield from self._ranges(rows, route, None, None)
             return
-        plain = [i for i, g in enumerate(rows.groups) if g is None]
+        groups = rows.groups if rows.groups is not None else [None] * len(rows)
+        single = alone.tolist() if alone is not None else [False] * len(rows)
+        plain = [i for i, g in enumerate(groups) if g is None and not single[i]]
         by_queue: dict[MessageQueue, list[int]] = {}
         queue_of: dict[str, MessageQueue] = {}
-        for i, g in enumerate(rows.groups):
+        for i, g in enumerate(groups):
             if g is not None:
                 q = queue_of.get(g)
                 if q is None:
@@ -314,6 +325,9 @@ class Producer:
                 by_queue.setdefault(q, []).append(i)
         if plain:
             yield from self._ranges(rows, route, plain, None)
+        for i, s in enumerate(single):
+            if s and groups[i] is None:
+                yield _Request(route, rows, [i], int(rows.sizes[i]), None)
         for q, idx in by_queue.items():
             yield from self._ranges(rows, route, idx, q)
 
@@ -321,7 +335,11 @@ class Producer:
         self, rows: EncodedRows, route: TopicRoute, idx: list[int] | None, fixed: MessageQueue | None
     ) -> Iterator[_Request]:
         sizes = rows.sizes if idx is None else rows.sizes[idx]
-        for a, b in self._chunks(sizes):
+        count = None
+        if fixed is None:  # spread over the writable queues in turn: one request per queue at most
+            per_queue = -(-len(sizes) // max(len(route.queues), 1))
+            count = min(self.options.batch_size, max(per_queue, SPREAD_MIN_MESSAGES))
+        for a, b in self._chunks(sizes, count):
             part: slice | list[int] = slice(a, b) if idx is None else idx[a:b]
             yield _Request(route, rows, part, int(sizes[a:b].sum()), fixed)
 

@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 
 __all__ = ["RocketMQStreamReader"]
 
+BROKER_ABSENCE_GRACE_MS = 120_000  # a broker missing from the route is waited for this long (restarts)
 COMMIT_TIMEOUT_MS = 5000  # group commits are advisory: a slow broker must not stall triggers for long
 
 
@@ -60,6 +61,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._last_trigger_ms: int | None = None  # when the last batch was admitted (minMessagesPerTrigger)
         self._committed: dict[MessageQueue, int] = {}  # offsets last written to the consumer group
         self._vanished: set[MessageQueue] = set()  # queues of the offsets missing from the route
+        self._absent_since: dict[str, float] = {}  # broker → when it was first missing from the route
 
     # ------------------------------------------------------------------ helpers
     def _client(self) -> RocketMQClient:
@@ -75,9 +77,29 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _carry_vanished(self, begin: Mapping[MessageQueue, int], latest: dict[MessageQueue, int]) -> None:
         """Queues of `begin` missing from the route are data loss (failOnDataLoss); when tolerated, they
-        keep their offset, so a broker that comes back is resumed where it was rather than from 0."""
+        keep their offset, so a broker that comes back is resumed where it was rather than from 0.
+
+        A queue whose whole broker is missing from the topic's route is first waited for: RocketMQ's name
+        servers drop a broker's routes while it restarts, and it comes back with its queues and offsets. Its
+        offsets are carried for `max(pullTimeoutMs, 2 min)` before that counts as data loss."""
+        now = time.monotonic()
+        present_brokers = {(q.topic, q.broker) for q in self._queues}
+        grace_s = max(self.opts.pull_timeout_ms, BROKER_ABSENCE_GRACE_MS) / 1000.0
         for key in begin.keys() - latest.keys():
             if key not in self._vanished:
+                if (key.topic, key.broker) not in present_brokers:
+                    first = self._absent_since.setdefault(key.broker, now)
+                    if now - first < grace_s:
+                        if first == now:
+                            log.warning(
+                                "broker %s is not in the route of topic %r (restarting?); its queues keep their "
+                                "offsets for up to %.0f s",
+                                key.broker,
+                                key.topic,
+                                grace_s,
+                            )
+                        latest[key] = begin[key]
+                        continue
                 report_data_loss(
                     f"queue {key} (next offset {begin[key]}) is no longer in the route of topic "
                     f"{key.topic!r}; its remaining messages cannot be read",
@@ -86,6 +108,10 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 self._vanished.add(key)
             latest[key] = begin[key]
         self._vanished &= begin.keys() - self._queues.keys()
+        back = {b for b in self._absent_since if any(q.broker == b for q in self._queues)}
+        for b in back:
+            log.info("broker %s is back in the route", b)
+            del self._absent_since[b]
 
     def _cap_to_target(
         self, start: Mapping[MessageQueue, int], latest: Mapping[MessageQueue, int]

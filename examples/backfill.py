@@ -1,15 +1,16 @@
 """Backfill: a batch read of one time window of a topic, written to parquet.
 
     python examples/backfill.py                           # standalone: embedded emulator, two bursts
-    python examples/backfill.py --endpoints 127.0.0.1:8081 --topic orders --output /data/backfill \\
-        --start 2024-05-01T00:00:00Z --end 2024-05-02T00:00:00Z
+    python examples/backfill.py --name-server 10.0.0.5:9876 --topic orders --output /data/backfill \\
+        --start 2024-05-01T00:00:00Z --end 2024-05-02T00:00:00Z   # a RocketMQ 4.x/5.x cluster
+    python examples/backfill.py --endpoints 127.0.0.1:8081 ...      # gRPC v2 endpoints (the emulator)
 
 The window is `[start, end)` of the messages' store time: `startingTimestamp` starts each queue at the
 first message stored at or after `--start`, `endingTimestamp` ends it before the first message stored
 at or after `--end`. `--start` / `--end` take epoch milliseconds or ISO-8601 (a zone-less time is UTC).
 The output directory is overwritten, so running a backfill again for the same window is idempotent.
 
-Without `--endpoints` it starts an embedded emulator, sends two bursts of messages a couple of seconds
+Without `--name-server` or `--endpoints` it starts an embedded emulator, sends two bursts of messages a couple of seconds
 apart through the RocketMQ sink and backfills only the first burst's window.
 """
 
@@ -48,13 +49,13 @@ def iso(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")
 
 
-def send_burst(spark: SparkSession, endpoints: str, topic: str, count: int, tag: str) -> None:
+def send_burst(spark: SparkSession, conn: dict[str, str], topic: str, count: int, tag: str) -> None:
     """Sends `count` messages tagged `tag` through the RocketMQ sink."""
     (
         spark.range(count)
         .selectExpr(f"concat('{tag}-', id) AS body", f"'{tag}' AS tags", f"concat('{tag}-', id) AS keys")
         .write.format("rocketmq")
-        .option("endpoints", endpoints)
+        .options(**conn)
         .option("topic", topic)
         .mode("append")
         .save()
@@ -62,11 +63,13 @@ def send_burst(spark: SparkSession, endpoints: str, topic: str, count: int, tag:
     print(f"sent {count} messages tagged '{tag}'")
 
 
-def read_window(spark: SparkSession, endpoints: str, topic: str, start_ms: int, end_ms: int) -> DataFrame:
+def read_window(
+    spark: SparkSession, conn: dict[str, str], topic: str, start_ms: int, end_ms: int
+) -> DataFrame:
     """The messages of `topic` stored in `[start_ms, end_ms)`, body decoded as a string."""
     return (
         spark.read.format("rocketmq")
-        .option("endpoints", endpoints)
+        .options(**conn)
         .option("topic", topic)
         .option("startingTimestamp", start_ms)
         .option("endingTimestamp", end_ms)
@@ -87,14 +90,18 @@ def read_window(spark: SparkSession, endpoints: str, topic: str, start_ms: int, 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--endpoints", help="broker endpoints host:port[;host:port]; omitted: embedded emulator")
+    target = p.add_mutually_exclusive_group()
+    target.add_argument(
+        "--name-server", help="RocketMQ name servers host:9876[;host:9876] (remoting: any 4.x/5.x cluster)"
+    )
+    target.add_argument("--endpoints", help="gRPC v2 endpoints host:port[;host:port]")
     p.add_argument("--topic", default="orders", help="topic to read (default: orders)")
     p.add_argument("--output", help="parquet output directory, overwritten (default: a temporary directory)")
     p.add_argument("--start", help="window start (inclusive): epoch ms or ISO-8601")
     p.add_argument("--end", help="window end (exclusive): epoch ms or ISO-8601")
     args = p.parse_args(argv)
-    if args.endpoints and not (args.start and args.end):
-        p.error("--start and --end are required with --endpoints")
+    if (args.name_server or args.endpoints) and not (args.start and args.end):
+        p.error("--start and --end are required with --name-server or --endpoints")
     return args
 
 
@@ -107,24 +114,24 @@ def main(argv: list[str] | None = None) -> None:
         spark = spark_session("rocketmq-backfill")
         stack.callback(spark.stop)
         spark.sparkContext.setLogLevel("ERROR")
-        endpoints = args.endpoints
-        if endpoints is None:
+        conn = {"nameServer": args.name_server} if args.name_server else {"endpoints": args.endpoints or ""}
+        if not (args.name_server or args.endpoints):
             emu = stack.enter_context(Emulator(brokers=2, queues=4))
             emu.create_topic(args.topic)
-            endpoints = emu.endpoints
-            print(f"embedded emulator endpoints: {endpoints}")
+            conn = {"endpoints": emu.endpoints}
+            print(f"embedded emulator endpoints: {emu.endpoints}")
             start_ms = int(time.time() * 1000)
-            send_burst(spark, endpoints, args.topic, FIRST_BURST, "first-burst")
+            send_burst(spark, conn, args.topic, FIRST_BURST, "first-burst")
             end_ms = int(time.time() * 1000) + 1
             time.sleep(GAP_S)
-            send_burst(spark, endpoints, args.topic, SECOND_BURST, "second-burst")
+            send_burst(spark, conn, args.topic, SECOND_BURST, "second-burst")
         if args.start:
             start_ms = to_epoch_ms(args.start)
         if args.end:
             end_ms = to_epoch_ms(args.end)
 
         print(f"backfilling [{iso(start_ms)}, {iso(end_ms)}) of topic '{args.topic}' into {output}")
-        read_window(spark, endpoints, args.topic, start_ms, end_ms).write.mode("overwrite").parquet(output)
+        read_window(spark, conn, args.topic, start_ms, end_ms).write.mode("overwrite").parquet(output)
 
         result = spark.read.parquet(output)
         print(f"backfilled {result.count()} messages")

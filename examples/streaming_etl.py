@@ -1,8 +1,9 @@
 """Streaming ETL: RocketMQ → parse JSON orders and enrich them → parquet, with a checkpoint.
 
     python examples/streaming_etl.py                      # standalone: embedded emulator + demo orders
-    python examples/streaming_etl.py --endpoints 127.0.0.1:8081 --topic orders \\
-        --output /data/orders --checkpoint /data/orders-ckpt [--no-available-now]
+    python examples/streaming_etl.py --name-server 10.0.0.5:9876 --topic orders \\
+        --output /data/orders --checkpoint /data/orders-ckpt [--no-available-now]   # a RocketMQ cluster
+    python examples/streaming_etl.py --endpoints 127.0.0.1:8081 --topic orders ...     # gRPC v2 endpoints
 
 The query's offsets live in `--checkpoint`, and the parquet sink records its committed files in
 `<output>/_spark_metadata`, so running the job again with the same checkpoint continues where the last
@@ -10,8 +11,10 @@ run stopped: messages already written are not written again, new ones are (exact
 
 By default the job runs once with `Trigger.AvailableNow` (reads what is in the topic, then stops): the
 shape of a scheduled batch-style job. `--no-available-now` runs micro-batches every 5 seconds until
-Ctrl-C. Without `--endpoints` it starts an embedded emulator, creates the topic and sends demo orders
-through the RocketMQ sink first; `--demo-messages N` sends N demo orders to any cluster.
+Ctrl-C. `--name-server` reads a RocketMQ 4.x/5.x cluster through its name servers (the remoting protocol),
+`--endpoints` gRPC v2 endpoints (a RocketMQ 5 proxy writes, the emulator reads and writes). Without either
+it starts an embedded emulator, creates the topic and sends demo orders through the RocketMQ sink first;
+`--demo-messages N` sends N demo orders to any cluster.
 """
 
 from __future__ import annotations
@@ -37,7 +40,12 @@ USD_TO_EUR = 0.92
 ORDER_SCHEMA = "order_id STRING, customer STRING, amount DOUBLE, currency STRING, created_at TIMESTAMP"
 
 
-def send_demo_orders(spark: SparkSession, endpoints: str, topic: str, count: int) -> None:
+def connection(name_server: str | None, endpoints: str | None) -> dict[str, str]:
+    """The connector's connection option: `nameServer` (remoting) or `endpoints` (gRPC v2)."""
+    return {"nameServer": name_server} if name_server else {"endpoints": endpoints or ""}
+
+
+def send_demo_orders(spark: SparkSession, conn: dict[str, str], topic: str, count: int) -> None:
     """Writes `count` JSON orders to `topic` through the RocketMQ sink (order ids unique per call)."""
     run = uuid.uuid4().hex[:8]
     orders = spark.range(count).selectExpr(
@@ -51,9 +59,7 @@ def send_demo_orders(spark: SparkSession, endpoints: str, topic: str, count: int
         "IF(id % 3 = 0, 'priority', 'standard') AS tags",
         f"concat('{run}-', id) AS keys",
     )
-    orders.write.format("rocketmq").option("endpoints", endpoints).option("topic", topic).mode(
-        "append"
-    ).save()
+    orders.write.format("rocketmq").options(**conn).option("topic", topic).mode("append").save()
     print(f"sent {count} demo orders to topic '{topic}'")
 
 
@@ -89,7 +95,7 @@ def transform(messages: DataFrame) -> DataFrame:
 
 def start_query(
     spark: SparkSession,
-    endpoints: str,
+    conn: dict[str, str],
     topic: str,
     output: str,
     checkpoint: str,
@@ -99,7 +105,7 @@ def start_query(
     """Starts rocketmq → transform → parquet. On restart the checkpoint's offsets win over startingOffsets."""
     reader = (
         spark.readStream.format("rocketmq")
-        .option("endpoints", endpoints)
+        .options(**conn)
         .option("topic", topic)
         .option("consumerGroup", GROUP)
         .option("startingOffsets", "earliest")
@@ -122,7 +128,11 @@ def start_query(
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--endpoints", help="broker endpoints host:port[;host:port]; omitted: embedded emulator")
+    target = p.add_mutually_exclusive_group()
+    target.add_argument(
+        "--name-server", help="RocketMQ name servers host:9876[;host:9876] (remoting: any 4.x/5.x cluster)"
+    )
+    target.add_argument("--endpoints", help="gRPC v2 endpoints host:port[;host:port]")
     p.add_argument("--topic", default="orders", help="topic to read (default: orders)")
     p.add_argument("--output", help="parquet output directory (default: a temporary directory)")
     p.add_argument("--checkpoint", help="checkpoint directory (default: <output>-checkpoint)")
@@ -136,7 +146,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--demo-messages",
         type=int,
-        help="demo orders to send before the query starts (default: 1000 without --endpoints, else 0)",
+        help="demo orders to send before the query starts (default: 1000 on the embedded emulator, else 0)",
     )
     return p.parse_args(argv)
 
@@ -146,24 +156,25 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=logging.WARNING)
     output = args.output or os.path.join(tempfile.mkdtemp(prefix="rocketmq-etl-"), "orders")
     checkpoint = args.checkpoint or output.rstrip("/") + "-checkpoint"
-    demo = args.demo_messages if args.demo_messages is not None else (0 if args.endpoints else 1000)
+    given = args.name_server or args.endpoints
+    demo = args.demo_messages if args.demo_messages is not None else (0 if given else 1000)
 
     with ExitStack() as stack:
-        endpoints = args.endpoints
-        if endpoints is None:
+        conn = connection(args.name_server, args.endpoints)
+        if not given:
             emu = stack.enter_context(Emulator(brokers=2, queues=4))
             emu.create_topic(args.topic)
-            endpoints = emu.endpoints
-            print(f"embedded emulator endpoints: {endpoints}")
+            conn = {"endpoints": emu.endpoints}
+            print(f"embedded emulator endpoints: {emu.endpoints}")
         spark = spark_session("rocketmq-streaming-etl")
         stack.callback(spark.stop)
         spark.sparkContext.setLogLevel("ERROR")
         if demo:
-            send_demo_orders(spark, endpoints, args.topic, demo)
+            send_demo_orders(spark, conn, args.topic, demo)
 
         query = start_query(
             spark,
-            endpoints,
+            conn,
             args.topic,
             output,
             checkpoint,

@@ -14,6 +14,7 @@ from examples.spark_defaults import spark_session
 from rocketmq_protocol.extension import pb_grpc
 from rocketmq_protocol.grpc_v2 import service_pb2_grpc as sg
 from tests.support.helpers import unique_name
+from tests.support.targets import PROTOCOLS, target_of
 
 
 @pytest.fixture
@@ -22,6 +23,18 @@ def topic(rocketmq_emulator: Emulator) -> str:
     name = unique_name("topic")
     rocketmq_emulator.create_topic(name)
     return name
+
+
+@pytest.fixture(params=PROTOCOLS)
+def protocol(request: pytest.FixtureRequest) -> str:
+    """Each protocol the connector speaks: `grpc` (option `endpoints`) and `remoting` (option `nameServer`)."""
+    return request.param
+
+
+@pytest.fixture
+def target(rocketmq_emulator: Emulator, protocol: str) -> str:
+    """The session emulator as the connector reaches it over `protocol` (tests/support/targets.py)."""
+    return target_of(rocketmq_emulator, protocol)
 
 
 @pytest.fixture

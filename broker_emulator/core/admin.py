@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .cluster import Cluster
+import pyarrow as pa
+
+from .cluster import Broker, Cluster
 
 
 class ClusterAdmin:
@@ -151,3 +153,86 @@ ADMIN_VERBS: dict[str, AdminVerb] = {
     ),
 }
 MUTATING_ADMIN_VERBS = frozenset(name for name, verb in ADMIN_VERBS.items() if verb.mutating)
+
+
+# ------------------------------------------------------------------------------------------ per broker
+# The broker-side admin queries of RocketMQ (`AdminBrokerProcessor`), in plain values for any front end.
+
+
+def _store_time(broker: Broker, topic: str, queue_id: int, offset: int) -> int:
+    """Store time (ms) of the message at `offset`, 0 when it is not there."""
+    r = broker.store.get(topic, queue_id, offset, 1)
+    if r.table is None or not r.count or r.table.column("queue_offset")[0].as_py() != offset:
+        return 0
+    return int(r.table.column("store_timestamp").cast(pa.int64())[0].as_py())
+
+
+def topic_stats(broker: Broker, topic: str) -> list[dict] | None:
+    """Per queue of `topic` on this broker: min, max and the store time of the last message
+    (`getTopicStatsInfo`); None when the broker does not serve the topic."""
+    cfg = broker.store.topics.get(topic)
+    if cfg is None:
+        return None
+    out = []
+    for qid in range(cfg.queues):
+        lo, hi = broker.store.min_max(topic, qid)
+        last = _store_time(broker, topic, qid, hi - 1) if hi > 0 else 0
+        out.append({"queue": qid, "min_offset": lo, "max_offset": hi, "last_update_ms": last})
+    return out
+
+
+def consume_stats(broker: Broker, group: str, topic: str | None = None) -> list[dict]:
+    """Per topic and queue a group committed offsets for on this broker (or of `topic`): broker offset
+    (max), consumer offset (0 when none) and the store time of the last consumed message (`getConsumeStats`)."""
+    store = broker.store
+    topics = {topic} if topic else {t for g, t, _q, _o in store.consumer_offsets() if g == group}
+    out = []
+    for t in sorted(topics):
+        cfg = store.topics.get(t)
+        if cfg is None:
+            continue
+        for qid in range(cfg.queues):
+            hi = store.min_max(t, qid)[1]
+            off = max(store.get_consumer_offset(group, t, qid) or 0, 0)
+            last = _store_time(broker, t, qid, off - 1) if off > 0 else 0
+            out.append(
+                {
+                    "topic": t,
+                    "queue": qid,
+                    "broker_offset": hi,
+                    "consumer_offset": off,
+                    "last_timestamp": last,
+                }
+            )
+    return out
+
+
+def reset_offsets(
+    broker: Broker, group: str, topic: str, timestamp_ms: int, force: bool
+) -> dict[int, int] | None:
+    """Moves a group's offsets on `topic` to the first message stored at or after the time (a negative time:
+    the end), per queue; without `force` only backwards (`Broker2Client.resetOffset`). None: no such topic."""
+    store = broker.store
+    cfg = store.topics.get(topic)
+    if cfg is None:
+        return None
+    out = {}
+    for qid in range(cfg.queues):
+        target = (
+            store.min_max(topic, qid)[1]
+            if timestamp_ms < 0
+            else store.search_offset(topic, qid, timestamp_ms)
+        )
+        current = store.get_consumer_offset(group, topic, qid)
+        if not force and current is not None and current <= target:
+            target = current
+        store.set_consumer_offset(group, topic, qid, target)
+        out[qid] = target
+    return out
+
+
+def groups_of_topic(cluster: Cluster, broker: Broker, topic: str) -> list[str]:
+    """Groups consuming `topic`: live subscribers plus groups with offsets on this broker."""
+    groups = cluster.clients.groups_consuming(topic)
+    groups |= {g for g, t, _q, _o in broker.store.consumer_offsets() if t == topic}
+    return sorted(groups)

@@ -22,6 +22,9 @@ log = logging.getLogger(__name__)
 
 MESSAGE_TYPES = ("NORMAL", "FIFO", "DELAY", "TRANSACTION", "MIXED")
 DEFAULT_MAX_BODY_SIZE = 4 * 1024 * 1024
+# MessageStoreConfig.messageDelayLevel: levels 1..18 of DELAY sends and of consumer send-backs.
+DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+DEFAULT_CLUSTER_NAME = "DefaultCluster"
 
 
 def broker_name(index: int) -> str:
@@ -48,6 +51,7 @@ class Broker:
     transactions: TransactionService | None = None
     telemetry: dict = field(default_factory=dict)  # client id -> (Telemetry outbound queue, Settings)
     polling: object | None = None  # LongPollingService, set by the server
+    remoting_port: int = 0  # the broker's remoting listener (0: none)
     _rr: dict[str, int] = field(default_factory=dict)
 
     @property
@@ -84,6 +88,8 @@ class ClusterConfig:
     min_invisible_ms: int = 10_000  # the proxy's lower bound for ReceiveMessage invisible_duration
     max_retries: int = 16  # a new group's retryMaxTimes (17 deliveries)
     transaction_check_ms: int = DEFAULT_CHECK_INTERVAL_MS
+    delay_levels: str = DEFAULT_DELAY_LEVELS  # "1s 5s ..." (s, m, h, d units), as messageDelayLevel
+    cluster_name: str = DEFAULT_CLUSTER_NAME  # what the name server reports the brokers under
     acl: str | dict | None = field(
         default=None, repr=False
     )  # ACL file path or its JSON value (docs/design.md, 'Security')

@@ -39,6 +39,10 @@ class SendColumns:
     message_type: list[int] | None
     compressed: list[bool] | None  # bodies compressed (gzip or zlib) by the sender
     queue_id: list[int] | None
+    # Properties a protocol carries besides the user's (RocketMQ's reserved names such as a remoting
+    # producer's PGROUP or a send-back's RETRY_TOPIC): stored with the user properties, never checked
+    # against the user-property rules. None when no message has any.
+    system_properties: list[list[tuple[str, str]]] | None = None
 
 
 def _all(values: list, value: Any) -> bool:
@@ -97,6 +101,15 @@ def _string_array(values: list[str]) -> pa.Array:
     return _binary_array(joined.encode("ascii"), list(map(len, values)), pa.string())
 
 
+def _stored_properties(cols: SendColumns) -> list[list[tuple[str, str]]] | None:
+    """User properties followed by the system properties the sender carried."""
+    extra = cols.system_properties
+    if extra is None:
+        return cols.properties
+    user = cols.properties or [[]] * cols.n
+    return [(u or []) + (x or []) for u, x in zip(user, extra, strict=True)]
+
+
 def message_columns(
     cols: SendColumns, bodies: list[bytes], types: list[int] | None, now_ms: int
 ) -> MessageColumns:
@@ -122,7 +135,7 @@ def message_columns(
         tag=_column(tags, n, typ("tag"), None),
         keys=_column(cols.keys, n, typ("keys"), []),
         body=_binary_array(b"".join(bodies), sizes, typ("body")),
-        properties=_column(cols.properties, n, typ("properties"), []),
+        properties=_column(_stored_properties(cols), n, typ("properties"), []),
         born_timestamp=_column(cols.born_timestamp, n, typ("born_timestamp"), 0),
         born_host=_column(cols.born_host, n, typ("born_host"), ""),
         reconsume_times=repeated(0, n, typ("reconsume_times")),

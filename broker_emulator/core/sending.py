@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from rocketmq_protocol.hashing import guava_consistent_hash, java_string_hash
+from rocketmq_protocol.send_rules import Violation
 
 from .errors import BrokerError, ErrorKind
 from .send_columns import SendColumns, message_columns, message_types
@@ -87,11 +88,35 @@ def _bodies(cols: SendColumns) -> list[bytes]:
     return bodies
 
 
+def _broker_checks(cols: SendColumns, max_body: int) -> None:
+    """What a broker itself checks of each message (`AbstractSendMessageProcessor.msgCheck`, the store):
+    a body, and its size. The other message rules are the proxy's (and the official clients')."""
+    for i, size in enumerate(cols.body_size):
+        if size == 0:
+            raise BrokerError(Violation.EMPTY_BODY, f"message #{i}: body is empty")
+        if size > max_body:
+            raise BrokerError(
+                Violation.BODY_TOO_LARGE,
+                f"message #{i}: body of {size} bytes exceeds the limit of {max_body}",
+            )
+
+
 def send(
-    cluster: Cluster, broker: Broker, topic: str, cols: SendColumns, *, explicit_queue: bool, producer: str
+    cluster: Cluster,
+    broker: Broker,
+    topic: str,
+    cols: SendColumns,
+    *,
+    explicit_queue: bool,
+    producer: str,
+    proxy_checks: bool = True,
 ) -> tuple[SendResult, int]:
     """Checks and stores the request's messages on `broker` (topic = the stored name). Returns the result
-    and the store position to await for durability; raises BrokerError with nothing stored."""
+    and the store position to await for durability; raises BrokerError with nothing stored.
+
+    `proxy_checks`: the message rules of RocketMQ 5's proxy (tags, keys, user properties, message group,
+    delivery time, the topic's message type), as gRPC clients meet them; False for clients that talk to
+    brokers directly (remoting), which check only the body."""
     if not cols.n:
         raise BrokerError(ErrorKind.MESSAGE_CORRUPTED, "the request holds no message")
     if not cluster.ensure_topic(topic):
@@ -109,7 +134,9 @@ def send(
     now = int(time.time() * 1000)
     types = message_types(cols)
     max_body = cluster.config.max_body_size
-    if not columns_valid(cols, types, max_body, now, cfg.message_type):
+    if not proxy_checks:
+        _broker_checks(cols, max_body)
+    elif not columns_valid(cols, types, max_body, now, cfg.message_type):
         first_violation(cols, types, max_body, now, topic, cfg.message_type)
     qids = _queue_ids(cols, topic, cfg.queues, explicit_queue)
     bodies = _bodies(cols)

@@ -5,8 +5,13 @@ from __future__ import annotations
 import json
 import logging
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from rocketmq_protocol.extension import pb, pb_grpc
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
+from rocketmq_protocol.limits import RESERVED_PROPERTY_KEYS
 from rocketmq_protocol.message_schema import table_to_ipc
 from rocketmq_protocol.names import group_error, topic_error
 
@@ -61,7 +66,7 @@ class ExtensionService(pb_grpc.EmulatorServiceServicer):
         timeout = polling_timeout(request.long_polling_timeout_ms / 1000.0, context)
         result = await pull(self.store, self.polling, topic, qid, request.offset, n, max_bytes, flt, timeout)
         code, msg = pull_status(result)
-        payload = table_to_ipc(result.table) if result.table is not None else b""
+        payload = table_to_ipc(without_system_properties(result.table)) if result.table is not None else b""
         return pb.BulkPullResponse(
             code=code,
             message=msg,
@@ -91,3 +96,39 @@ class ExtensionService(pb_grpc.EmulatorServiceServicer):
         except (ValueError, KeyError, TypeError) as e:
             return pb.AdminResponse(code=d.BAD_REQUEST, message=str(e))
         return pb.AdminResponse(code=d.OK, message="OK", result_json=json.dumps(result))
+
+
+_RESERVED = pa.array(sorted(RESERVED_PROPERTY_KEYS), pa.string())
+
+
+def without_system_properties(table: pa.Table) -> pa.Table:
+    """The rows with the reserved properties a remoting producer or a send-back stored (WAIT, DELAY, PGROUP,
+    RETRY_TOPIC, ...) left out of `properties`, as every other reader sees them (the proxy's user
+    properties, the remoting reader's map). Rows without any are returned as they are (one vectorized test)."""
+    col = table.column("properties")
+    if col.null_count == len(col) or not any(len(c.keys) for c in col.chunks):
+        return table
+    chunks, changed = [], False
+    for chunk in col.chunks:
+        offsets = chunk.offsets.to_numpy()
+        first, last = int(offsets[0]), int(offsets[-1])
+        keys, items = chunk.keys.slice(first, last - first), chunk.items.slice(first, last - first)
+        keep = pc.invert(pc.is_in(keys, value_set=_RESERVED))
+        if pc.all(keep).as_py() is not False:
+            chunks.append(chunk)
+            continue
+        changed = True
+        kept_per_row = np.add.reduceat(
+            np.append(keep.to_numpy(zero_copy_only=False), False).astype(np.int32), offsets[:-1] - first
+        ) * (np.diff(offsets) > 0)
+        new_offsets = np.zeros(len(offsets), np.int32)
+        np.cumsum(kept_per_row, out=new_offsets[1:])
+        chunks.append(
+            pa.MapArray.from_arrays(
+                pa.array(new_offsets), keys.filter(keep), items.filter(keep), mask=chunk.is_null()
+            )
+        )
+    if not changed:
+        return table
+    idx = table.schema.get_field_index("properties")
+    return table.set_column(idx, table.schema.field(idx), pa.chunked_array(chunks, col.type))

@@ -14,6 +14,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, ti
 
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from rocketmq_protocol.grpc_v2 import service_pb2 as s
+from rocketmq_protocol.limits import RESERVED_PROPERTY_KEYS
 
 from ..core.send_columns import SendColumns, _all
 
@@ -61,7 +62,9 @@ def table_to_messages(
         m = d.Message(topic=topic_res, body=body)
         props = cols["properties"][i]
         if props:
-            m.user_properties.update(dict(props))
+            # System properties a remoting producer or a send-back stored (PGROUP, RETRY_TOPIC, ...) are not
+            # user properties: the proxy leaves MessageConst.STRING_HASH_SET names out (GrpcConverter).
+            m.user_properties.update({k: v for k, v in props if k not in RESERVED_PROPERTY_KEYS})
         sp = m.system_properties
         tag = cols["tag"][i]
         if tag is not None:

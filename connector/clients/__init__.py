@@ -1,7 +1,9 @@
 """The connector's RocketMQ clients: the protocol-neutral interface (`base`) and its implementations.
 
-Today there is one implementation, `grpc_v2.GrpcClient` (`apache.rocketmq.v2` over gRPC, with the emulator's
-BulkPull extension), chosen when `ClientConfig.endpoints` is set. `get_client(config)` creates a client
+Two implementations: `remoting.RemotingClient` (RocketMQ's TCP remoting protocol through name servers, every
+4.x/5.x cluster), chosen when `ClientConfig.name_server` is set (option `nameServer`), and
+`grpc_v2.GrpcClient` (`apache.rocketmq.v2` over gRPC, with the emulator's BulkPull extension), chosen when
+`ClientConfig.endpoints` is set. `get_client(config)` creates a client
 lazily per process and config (clients hold connections and are never pickled) and reuses it across the
 tasks of a reused Python worker.
 """
@@ -42,8 +44,10 @@ __all__ = [
 
 def new_client(config: ClientConfig) -> RocketMQClient:
     """A new client of the implementation `config` calls for (not cached; the caller closes it)."""
-    # The remoting client (RocketMQ's TCP protocol through a name server) goes here, chosen by a
-    # name-server setting of ClientConfig, once it exists; every other config speaks gRPC.
+    if config.name_server:
+        from .remoting import RemotingClient
+
+        return RemotingClient(config)
     from .grpc_v2 import GrpcClient
 
     return GrpcClient(config)

@@ -114,7 +114,13 @@ class SendFuture(Protocol):
 
 class EncodedRows(ABC):
     """`CheckedRows` encoded for one protocol: the encoded size of each message (for `batchBytes`) and the
-    request payload of any subset of the messages for a given queue."""
+    request payload of any subset of the messages for a given queue.
+
+    `alone` marks (bool per message, or None for none) the messages the protocol can only send in a request
+    of their own (e.g. delayed messages over remoting, which brokers do not schedule inside a batch).
+    """
+
+    alone: np.ndarray | None = None
 
     def __init__(self, checked: CheckedRows, sizes: np.ndarray) -> None:
         self.checked = checked
@@ -137,8 +143,9 @@ class EncodedRows(ABC):
         return self.checked.group_list
 
     @abstractmethod
-    def payload(self, idx: slice | list[int], queue: MessageQueue) -> bytes:
-        """The serialized send request carrying messages `idx` (positions in these rows) to `queue`."""
+    def payload(self, idx: slice | list[int], queue: MessageQueue) -> object:
+        """The send request carrying messages `idx` (positions in these rows) to `queue`, in the form the
+        client's `send_async` takes (serialized bytes for gRPC; opaque to the producer)."""
 
 
 class SendEncoder(ABC):
@@ -216,11 +223,12 @@ class RocketMQClient(ABC):
 
     # ------------------------------------------------------------------ writer
     @abstractmethod
-    def send_encoder(self) -> SendEncoder:
-        """A new encoder of this client's send requests (one per writer task)."""
+    def send_encoder(self, producer_group: str | None = None) -> SendEncoder:
+        """A new encoder of this client's send requests (one per writer task); `producer_group` is option
+        `producerGroup` (for the protocols whose requests carry one)."""
 
     @abstractmethod
-    def send_async(self, endpoint: str, payload: bytes, count: int, timeout_s: float) -> SendFuture:
+    def send_async(self, endpoint: str, payload: object, count: int, timeout_s: float) -> SendFuture:
         """Sends one encoded request of `count` messages to the broker at `endpoint` (no retries here: the
         producer retries, possibly on another queue)."""
 

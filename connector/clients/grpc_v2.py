@@ -535,10 +535,10 @@ class GrpcClient(RocketMQClient):
         )
 
     # ------------------------------------------------------------------ send
-    def send_encoder(self) -> GrpcSendEncoder:
-        return GrpcSendEncoder(self.config.namespace)
+    def send_encoder(self, producer_group: str | None = None) -> GrpcSendEncoder:
+        return GrpcSendEncoder(self.config.namespace)  # v2 SendMessage carries no producer group
 
-    def send_async(self, endpoint: str, payload: bytes, count: int, timeout_s: float) -> _SendCall:
+    def send_async(self, endpoint: str, payload: object, count: int, timeout_s: float) -> _SendCall:
         """SendMessage of a request `GrpcSendEncoder` encoded, with the explicit-queue header (each message
         names its queue)."""
         metadata = self.metadata()

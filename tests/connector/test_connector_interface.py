@@ -156,7 +156,7 @@ class FakeClient(RocketMQClient):
     def route(self, topic: str, timeout_ms: int = 0) -> list[RouteEntry]:
         return [RouteEntry(MessageQueue(topic, b, i), f"{b}:1") for b in BROKERS for i in range(2)]
 
-    def send_encoder(self) -> SendEncoder:
+    def send_encoder(self, producer_group: str | None = None) -> SendEncoder:
         return _Encoder()
 
     def send_async(self, endpoint: str, payload: bytes, count: int, timeout_s: float) -> _Done:

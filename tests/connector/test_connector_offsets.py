@@ -124,3 +124,34 @@ def test_fuzz_round_trip(offsets: dict[MessageQueue, int]) -> None:
     text = to_json(offsets)
     assert from_json(text) == offsets
     assert to_json(from_json(text)) == text
+
+
+def test_a_broker_missing_from_the_route_is_waited_for_before_data_loss(monkeypatch) -> None:
+    """RocketMQ's name servers drop a restarting broker's routes: its queues keep their offsets for a grace
+    period (no data loss, nothing read), and only a broker gone for longer, or a single queue gone from a
+    broker still serving the topic, is data loss."""
+    import connector.stream_reader as sr
+    from connector.errors import DataLossError
+    from connector.queues import MessageQueue, RouteEntry
+
+    clock = [1000.0]
+    monkeypatch.setattr(sr.time, "monotonic", lambda: clock[0])
+    reader = sr.RocketMQStreamReader({"endpoints": "127.0.0.1:1", "topic": "t"}, None)
+    a0, a1, b0 = MessageQueue("t", "a", 0), MessageQueue("t", "a", 1), MessageQueue("t", "b", 0)
+    reader._queues = {a0: RouteEntry(a0, "h:1"), a1: RouteEntry(a1, "h:1")}  # broker b restarting
+    latest = {a0: 9, a1: 3}
+    reader._carry_vanished({a0: 5, a1: 3, b0: 7}, latest)
+    assert latest == {a0: 9, a1: 3, b0: 7}
+    clock[0] += 100  # still within max(pullTimeoutMs, 2 min)
+    reader._carry_vanished({a0: 9, a1: 3, b0: 7}, latest)
+    reader._queues[b0] = RouteEntry(b0, "h:2")  # back
+    reader._carry_vanished({a0: 9, a1: 3, b0: 7}, {a0: 9, a1: 3, b0: 8})
+    assert reader._absent_since == {}
+    del reader._queues[b0]
+    reader._carry_vanished({a0: 9, a1: 3, b0: 8}, {a0: 9, a1: 3})  # gone again: a new grace period
+    clock[0] += 121
+    with pytest.raises(DataLossError, match=r"queue t/b/0 \(next offset 8\) is no longer in the route"):
+        reader._carry_vanished({a0: 9, a1: 3, b0: 8}, {a0: 9, a1: 3})
+    # a queue missing from a broker that still serves the topic is data loss at once
+    with pytest.raises(DataLossError, match=r"queue t/a/1"):
+        reader._carry_vanished({a0: 9, a1: 3}, {a0: 9})

@@ -201,7 +201,17 @@ def test_durations(text: str, ms: int) -> None:
 
 # ------------------------------------------------------------------------------------------ errors (table)
 READER_ERRORS: list[tuple[dict[str, str], bool, str]] = [
-    ({"endpoints": None}, True, "option 'endpoints' is required"),
+    ({"endpoints": None}, True, "exactly one of options 'nameServer' and 'endpoints' is required (neither"),
+    (
+        {"nameServer": "127.0.0.1:9876"},
+        True,
+        "exactly one of options 'nameServer' and 'endpoints' is required (both",
+    ),
+    (
+        {"endpoints": None, "nameServer": "ns"},
+        True,
+        "option 'nameServer'='ns' is invalid: expected 'host:port'",
+    ),
     ({"endpoints": "localhost"}, True, "option 'endpoints'='localhost' is invalid: expected 'host:port'"),
     ({"endpoints": "h:0"}, True, "port from 1 to 65535"),
     ({"endpoints": "h:80x"}, True, "'host:port'"),
@@ -336,6 +346,7 @@ WRITER_ERRORS: list[tuple[dict[str, str], str]] = [
     ({"startingOffsets": "earliest"}, "'startingOffsets' is an option of the reader"),
     ({"batchsise": "5"}, "did you mean 'batchSize'?"),
     ({"endpoints": "nope"}, "option 'endpoints'='nope' is invalid"),
+    ({"nameServer": "127.0.0.1:9876"}, "exactly one of options 'nameServer' and 'endpoints'"),
 ]
 
 
@@ -397,3 +408,16 @@ def test_fuzz_arbitrary_keys(options: dict[str, str], streaming: bool) -> None:
         parse_reader_options(options, streaming=streaming)
     except OptionError as e:
         assert str(e)
+
+
+def test_name_server_selects_remoting() -> None:
+    o = parse_reader_options(
+        {"nameServer": " 10.0.0.5:9876; 10.0.0.6:9876 ;", "topic": "orders"}, streaming=True
+    )
+    assert (o.name_server, o.endpoints) == ("10.0.0.5:9876;10.0.0.6:9876", "")
+    config = o.client_config
+    assert config.remoting and config.name_server_list == ["10.0.0.5:9876", "10.0.0.6:9876"]
+    assert config.target == "name server 10.0.0.5:9876;10.0.0.6:9876"
+    w = parse_writer_options({"NAMESERVER": "10.0.0.5:9876", "topic": "t"})
+    assert w.client_config.name_server == "10.0.0.5:9876" and not w.client_config.endpoints
+    assert not parse_writer_options({"endpoints": EP}).client_config.remoting

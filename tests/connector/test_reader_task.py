@@ -15,6 +15,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType
 
 from broker_emulator import Emulator
+from connector.clients import get_client
 from connector.config import ClientConfig, FilterSpec
 from connector.errors import DataLossError, OptionError
 from connector.queues import MessageQueue, OffsetRange, RouteEntry
@@ -23,6 +24,7 @@ from connector.schema import ARROW_SCHEMA, SCHEMA, check_user_schema, to_record_
 from rocketmq_protocol.grpc_v2 import service_pb2_grpc as sg
 from rocketmq_protocol.message_schema import MESSAGE_SCHEMA
 from tests.support.helpers import endpoints_by_broker, send_to_queue, unique_name
+from tests.support.targets import client_config, target_of
 
 BROKER = "broker-a"
 
@@ -75,14 +77,26 @@ def test_user_schema_check() -> None:
 
 
 # ------------------------------------------------------------------------------------------ read
-def _queue(rocketmq_emulator, topic: str, queue_id: int = 0, broker: str = BROKER) -> RouteEntry:
+def _config(rocketmq_emulator, pull_protocol: str) -> ClientConfig:
+    """gRPC with a pull protocol (`auto`, `bulk`, `standard`), or `remoting` (the emulator's name server)."""
+    if pull_protocol == "remoting":
+        return client_config(target_of(rocketmq_emulator, "remoting"))
+    return ClientConfig(rocketmq_emulator.endpoints, pull_protocol=pull_protocol)
+
+
+def _queue(
+    rocketmq_emulator, topic: str, queue_id: int = 0, broker: str = BROKER, pull_protocol: str = "auto"
+) -> RouteEntry:
+    if pull_protocol == "remoting":
+        route = get_client(_config(rocketmq_emulator, pull_protocol)).route(topic)
+        return next(e for e in route if e.broker == broker and e.queue_id == queue_id)
     return RouteEntry(MessageQueue(topic, broker, queue_id), endpoints_by_broker(rocketmq_emulator)[broker])
 
 
 def _partition(rocketmq_emulator, ranges: list[tuple[RouteEntry, int, int]], **kw) -> RangePartition:
-    """A partition of `(route entry, start, end)` ranges; `pull_protocol` goes into the client config."""
+    """A partition of `(route entry, start, end)` ranges; `pull_protocol` (or `remoting`) picks the client."""
     args = {
-        "config": ClientConfig(rocketmq_emulator.endpoints, pull_protocol=kw.pop("pull_protocol", "auto")),
+        "config": _config(rocketmq_emulator, kw.pop("pull_protocol", "auto")),
         "group": "reader-task-test",
         "filter": FilterSpec(),
         "ranges": tuple(OffsetRange(e.queue, start, end) for e, start, end in ranges),
@@ -111,49 +125,59 @@ def filled(rocketmq_emulator, topic) -> str:
     return topic
 
 
-@pytest.mark.parametrize("protocol", ["bulk", "standard"])
+PULLS = ["bulk", "standard", "remoting"]
+
+
+@pytest.mark.parametrize("protocol", PULLS)
 def test_reads_exactly_the_range_in_bounded_chunks(rocketmq_emulator, filled: str, protocol: str) -> None:
-    p = _partition(rocketmq_emulator, [(_queue(rocketmq_emulator, filled), 2, 13)], pull_protocol=protocol)
+    q = _queue(rocketmq_emulator, filled, pull_protocol=protocol)
+    p = _partition(rocketmq_emulator, [(q, 2, 13)], pull_protocol=protocol)
     batches = list(read_partition(p))
     assert all(b.num_rows <= 3 for b in batches)
     assert _offsets(iter(batches)) == list(range(2, 13))
 
 
-def test_filtered_gaps_are_not_data_loss_and_the_end_is_exact(rocketmq_emulator, filled: str) -> None:
-    q = _queue(rocketmq_emulator, filled)
-    p = _partition(rocketmq_emulator, [(q, 1, 17)], filter=FilterSpec("tag", "TagA"), pull_batch_size=2)
+@pytest.mark.parametrize("protocol", ["auto", "remoting"])
+def test_filtered_gaps_are_not_data_loss_and_the_end_is_exact(
+    rocketmq_emulator, filled: str, protocol: str
+) -> None:
+    q = _queue(rocketmq_emulator, filled, pull_protocol=protocol)
+    tag_a = FilterSpec("tag", "TagA")
+    p = _partition(rocketmq_emulator, [(q, 1, 17)], filter=tag_a, pull_batch_size=2, pull_protocol=protocol)
     assert _offsets(read_partition(p)) == [4, 8, 12, 16]
-    p = _partition(rocketmq_emulator, [(q, 1, 16)], filter=FilterSpec("tag", "TagA"), pull_batch_size=50)
+    p = _partition(rocketmq_emulator, [(q, 1, 16)], filter=tag_a, pull_batch_size=50, pull_protocol=protocol)
     assert _offsets(read_partition(p)) == [4, 8, 12]
 
 
-def test_several_ranges_in_order_and_empty_partitions(rocketmq_emulator, filled: str) -> None:
-    q = _queue(rocketmq_emulator, filled)
-    p = _partition(rocketmq_emulator, [(q, 15, 18), (q, 0, 2)])
+@pytest.mark.parametrize("protocol", ["auto", "remoting"])
+def test_several_ranges_in_order_and_empty_partitions(rocketmq_emulator, filled: str, protocol: str) -> None:
+    q = _queue(rocketmq_emulator, filled, pull_protocol=protocol)
+    p = _partition(rocketmq_emulator, [(q, 15, 18), (q, 0, 2)], pull_protocol=protocol)
     assert _offsets(read_partition(p)) == [15, 16, 17, 0, 1]
     assert list(read_partition(InputPartition(None))) == []
     assert pickle.loads(pickle.dumps(p)) == p
 
 
-def test_a_queue_shorter_than_planned_is_data_loss(rocketmq_emulator, filled: str) -> None:
-    q = _queue(rocketmq_emulator, filled)
+@pytest.mark.parametrize("protocol", ["auto", "remoting"])
+def test_a_queue_shorter_than_planned_is_data_loss(rocketmq_emulator, filled: str, protocol: str) -> None:
+    q = _queue(rocketmq_emulator, filled, pull_protocol=protocol)
     with pytest.raises(DataLossError, match=r"ends at offset 20 but the planned range is \[18, 25\)"):
-        list(read_partition(_partition(rocketmq_emulator, [(q, 18, 25)])))
-    p = _partition(rocketmq_emulator, [(q, 18, 25)], fail_on_data_loss=False)
+        list(read_partition(_partition(rocketmq_emulator, [(q, 18, 25)], pull_protocol=protocol)))
+    p = _partition(rocketmq_emulator, [(q, 18, 25)], fail_on_data_loss=False, pull_protocol=protocol)
     assert _offsets(read_partition(p)) == [18, 19]
 
 
-def test_retention_gap_fails_or_skips_to_the_earliest_available() -> None:
+@pytest.mark.parametrize("protocol", ["auto", "remoting"])
+def test_retention_gap_fails_or_skips_to_the_earliest_available(protocol: str) -> None:
     with Emulator(brokers=1, queues=1, retention_messages=10) as emu:
         topic = unique_name("ret")
         emu.create_topic(topic)
-        q = _queue(emu, topic)
-        with grpc.insecure_channel(q.endpoint) as ch:
+        with grpc.insecure_channel(_queue(emu, topic).endpoint) as ch:
             send_to_queue(sg.MessagingServiceStub(ch), topic, 0, 25)
+        q = _queue(emu, topic, pull_protocol=protocol)
         assert emu.min_max(topic, BROKER, 0) == (15, 25)
         rng = (q, 5, 20)
         with pytest.raises(DataLossError, match=f"queue {topic}/{BROKER}/0: offsets 5..14"):
-            list(read_partition(_partition(emu, [rng])))
-        assert _offsets(read_partition(_partition(emu, [rng], fail_on_data_loss=False))) == list(
-            range(15, 20)
-        )
+            list(read_partition(_partition(emu, [rng], pull_protocol=protocol)))
+        p = _partition(emu, [rng], fail_on_data_loss=False, pull_protocol=protocol)
+        assert _offsets(read_partition(p)) == list(range(15, 20))

@@ -510,7 +510,7 @@ SCHEMA = spark_schema(("body", BinaryType()))
 
 
 def test_writer_checks_options_and_schema_on_the_driver() -> None:
-    with pytest.raises(OptionError, match="option 'endpoints'"):
+    with pytest.raises(OptionError, match="options 'nameServer' and 'endpoints'"):
         RocketMQBatchWriter({"topic": "T"}, SCHEMA, False)
     with pytest.raises(OptionError, match="batchSize"):
         RocketMQBatchWriter({"endpoints": "h:1", "topic": "T", "batchsize": "0"}, SCHEMA, False)

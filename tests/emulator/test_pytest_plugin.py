@@ -23,6 +23,20 @@ def test_fixtures_give_a_running_emulator_and_fresh_topics(rocketmq_emulator, ro
     ]
 
 
+def test_the_emulator_fixture_serves_remoting(rocketmq_emulator, rocketmq_topic):
+    """`.name_server` is the remoting name server: a Java client's `-n`, the connector's `nameServer`."""
+    from rocketmq_protocol.remoting.codes import RequestCode
+    from tests.support.remoting import RemotingClient
+
+    topic = rocketmq_topic(queues=2)
+    host, port = rocketmq_emulator.name_server.rsplit(":", 1)
+    assert host == "127.0.0.1" and int(port) > 0
+    with RemotingClient(rocketmq_emulator.name_server) as ns:
+        route = ns.route(topic)
+        assert ns.call(RequestCode.GET_BROKER_CLUSTER_INFO).code == 0
+    assert sorted(q.broker_name for q in route.queue_datas) == ["broker-a", "broker-b"]
+
+
 def test_plugin_is_registered_by_the_entry_point(tmp_path):
     """A test file in an unrelated directory sees the fixtures without any conftest."""
     (tmp_path / "test_user.py").write_text(

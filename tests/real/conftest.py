@@ -71,9 +71,32 @@ def rocketmq4(tmp_path_factory: pytest.TempPathFactory) -> Iterator[rc.Cluster]:
     yield from _cluster(rc.ROCKETMQ4_VERSION, tmp_path_factory)
 
 
-@pytest.fixture(params=["5", "4"], ids=lambda v: f"rocketmq{v}")
+@pytest.fixture(scope="session")
+def emulator_remoting(tmp_path_factory: pytest.TempPathFactory) -> Iterator[rc.Cluster]:
+    """The emulator's remoting front end driven by the RocketMQ 5.x client and tools jars
+    (tests/real/emulator_target.py)."""
+    if os.environ.get("ROCKETMQ_REAL", "").strip().lower() in ("skip", "0", "no", "false"):
+        pytest.skip("ROCKETMQ_REAL=skip")
+    from emulator_target import EmulatorCluster
+
+    try:
+        dist = rc.fetch(rc.ROCKETMQ5_VERSION)
+    except rc.Unavailable as e:
+        _unavailable(str(e))
+    cluster = EmulatorCluster(dist, tmp_path_factory.mktemp("emulator-remoting"))
+    cluster.start()
+    rc.evidence(f"emulator (remoting): name server {cluster.namesrv}, broker-a {cluster.broker_addr}")
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(params=["5", "4", "emulator"], ids=lambda v: v if v == "emulator" else f"rocketmq{v}")
 def real_cluster(request: pytest.FixtureRequest) -> rc.Cluster:
-    """Each of the two clusters in turn (remoting tests that run against both)."""
+    """Each of the two clusters in turn, then the emulator over remoting (the same drivers against all)."""
+    if request.param == "emulator":
+        return request.getfixturevalue("emulator_remoting")
     return request.getfixturevalue(f"rocketmq{request.param}")
 
 

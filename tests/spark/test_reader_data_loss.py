@@ -23,6 +23,7 @@ from tests.support.reading import (
     running,
     wait_for,
 )
+from tests.support.targets import target_of
 
 RETENTION = 20
 
@@ -83,27 +84,29 @@ def test_stream_retention_gap_fails_or_skips(spark, small_emulator: Emulator, tm
     assert_rows_match(kept, read)
 
 
-def test_batch_json_start_below_the_min_offset(spark, small_emulator: Emulator) -> None:
+def test_batch_json_start_below_the_min_offset(protocol, spark, small_emulator: Emulator) -> None:
     emu = small_emulator
     topic = unique_name("lossb")
     emu.create_topic(topic)
     sent = _send(emu, topic, 30)  # keeps 10..29
     start = json.dumps({topic: {"broker-a": {"0": 4, "1": 12}}})
-    df = reader(spark, emu.endpoints, topic, startingOffsets=start)
+    df = reader(spark, target_of(emu, protocol), topic, startingOffsets=start)
     with pytest.raises(PySparkException, match="starting offset 4"):
         df.collect()
-    df = reader(spark, emu.endpoints, topic, startingOffsets=start, failOnDataLoss="false")
+    df = reader(spark, target_of(emu, protocol), topic, startingOffsets=start, failOnDataLoss="false")
     expected = Sent(topic, {k: v for k, v in sent.rows.items() if k[2] >= (10 if k[1] == 0 else 12)})
     assert_rows_match(expected, arrow_rows(df.toArrow()))
 
 
-def test_a_new_broker_is_picked_up_from_offset_zero(spark, small_emulator: Emulator, tmp_path) -> None:
+def test_a_new_broker_is_picked_up_from_offset_zero(
+    protocol, spark, small_emulator: Emulator, tmp_path
+) -> None:
     emu = small_emulator
     topic = unique_name("grow")
     emu.create_topic(topic)
     before = _send(emu, topic, 3)
     name = f"grow_{uuid.uuid4().hex[:6]}"
-    df = reader(spark, emu.endpoints, topic, stream=True, startingOffsets="earliest")
+    df = reader(spark, target_of(emu, protocol), topic, stream=True, startingOffsets="earliest")
     query = (
         df.writeStream.format("memory")
         .queryName(name)

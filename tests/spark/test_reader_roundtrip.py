@@ -36,8 +36,10 @@ def big(rocketmq_emulator) -> Sent:
     return sent
 
 
-def test_batch_read_returns_every_message_with_every_column(spark, rocketmq_emulator, big: Sent) -> None:
-    df = reader(spark, rocketmq_emulator.endpoints, big.topic)
+def test_batch_read_returns_every_message_with_every_column(
+    target, spark, rocketmq_emulator, big: Sent
+) -> None:
+    df = reader(spark, target, big.topic)
     assert df.schema.simpleString().startswith("struct<topic:string,brokerName:string,queueId:int")
     rows = arrow_rows(df.toArrow())
     assert_rows_match(big, rows)
@@ -45,11 +47,11 @@ def test_batch_read_returns_every_message_with_every_column(spark, rocketmq_emul
 
 
 def test_tag_filter_reads_only_matching_messages_without_data_loss(
-    spark, rocketmq_emulator, big: Sent
+    target, spark, rocketmq_emulator, big: Sent
 ) -> None:
     df = reader(
         spark,
-        rocketmq_emulator.endpoints,
+        target,
         big.topic,
         filterExpression="TagA",
         failOnDataLoss="true",
@@ -61,10 +63,10 @@ def test_tag_filter_reads_only_matching_messages_without_data_loss(
 
 
 def test_available_now_stream_into_memory_reads_everything(
-    spark, rocketmq_emulator, big: Sent, tmp_path
+    target, spark, rocketmq_emulator, big: Sent, tmp_path
 ) -> None:
     name = f"mem_{uuid.uuid4().hex[:8]}"
-    df = reader(spark, rocketmq_emulator.endpoints, big.topic, stream=True, startingOffsets="earliest")
+    df = reader(spark, target, big.topic, stream=True, startingOffsets="earliest")
     query = (
         df.writeStream.format("memory")
         .queryName(name)
@@ -81,12 +83,12 @@ def test_available_now_stream_into_memory_reads_everything(
 
 
 def test_processing_time_stream_into_parquet_reads_everything(
-    spark, rocketmq_emulator, big: Sent, tmp_path
+    target, spark, rocketmq_emulator, big: Sent, tmp_path
 ) -> None:
     out = tmp_path / "out"
     df = reader(
         spark,
-        rocketmq_emulator.endpoints,
+        target,
         big.topic,
         stream=True,
         startingOffsets="earliest",

@@ -15,7 +15,6 @@ from pyspark.sql import functions as F
 
 from connector.allocation import allocate_all
 from connector.clients import get_client
-from connector.config import ClientConfig
 from tests.support.helpers import unique_name
 from tests.support.reading import (
     Producer,
@@ -29,6 +28,7 @@ from tests.support.reading import (
     running,
     wait_for,
 )
+from tests.support.targets import client_config
 
 SORTED_QUEUES = [(b, q) for b in ("broker-a", "broker-b") for q in range(4)]
 
@@ -40,15 +40,17 @@ def _new_topic(rocketmq_emulator) -> str:
 
 
 def _group_offsets(endpoints: str, group: str, topic: str) -> dict[tuple[str, int], int | None]:
-    client = get_client(ClientConfig(endpoints))
+    client = get_client(client_config(endpoints))
     return {(q.broker, q.queue_id): client.get_committed(group, q) for q in client.route(topic)}
 
 
-def test_latest_start_reads_only_messages_sent_after_the_start(spark, rocketmq_emulator, tmp_path) -> None:
+def test_latest_start_reads_only_messages_sent_after_the_start(
+    target, spark, rocketmq_emulator, tmp_path
+) -> None:
     topic = _new_topic(rocketmq_emulator)
     produce(rocketmq_emulator, topic, 3)
     name = f"latest_{uuid.uuid4().hex[:8]}"
-    df = reader(spark, rocketmq_emulator.endpoints, topic, stream=True)  # startingOffsets defaults to latest
+    df = reader(spark, target, topic, stream=True)  # startingOffsets defaults to latest
     query = (
         df.writeStream.format("memory")
         .queryName(name)
@@ -72,7 +74,7 @@ def test_latest_start_reads_only_messages_sent_after_the_start(spark, rocketmq_e
 
 
 def test_max_messages_per_trigger_bounds_batches_with_stable_partitions_and_group_offsets(
-    spark, rocketmq_emulator, tmp_path
+    target, spark, rocketmq_emulator, tmp_path
 ) -> None:
     topic = _new_topic(rocketmq_emulator)
     sent = produce(rocketmq_emulator, topic, 15)  # 120 messages, 15 per queue
@@ -85,13 +87,13 @@ def test_max_messages_per_trigger_bounds_batches_with_stable_partitions_and_grou
             {
                 "id": batch_id,
                 "rows": rows,
-                "group": _group_offsets(rocketmq_emulator.endpoints, group, topic),
+                "group": _group_offsets(target, group, topic),
             }
         )
 
     df = reader(
         spark,
-        rocketmq_emulator.endpoints,
+        target,
         topic,
         stream=True,
         startingOffsets="earliest",
@@ -120,15 +122,13 @@ def test_max_messages_per_trigger_bounds_batches_with_stable_partitions_and_grou
             q = (r["brokerName"], r["queueId"])
             assert r["pid"] == expected_pid[q], f"batch {b['id']}: queue {q} read by partition {r['pid']}"
             ends[q] = max(ends[q], r["queueOffset"] + 1)
-    assert (
-        _group_offsets(rocketmq_emulator.endpoints, group, topic) == ends == dict.fromkeys(SORTED_QUEUES, 15)
-    )
+    assert _group_offsets(target, group, topic) == ends == dict.fromkeys(SORTED_QUEUES, 15)
     progress = query.recentProgress
     assert progress and progress[-1]["sources"][0]["latestOffset"] is not None
 
 
 def test_min_messages_per_trigger_waits_for_enough_messages_or_the_delay(
-    spark, rocketmq_emulator, tmp_path
+    target, spark, rocketmq_emulator, tmp_path
 ) -> None:
     topic = _new_topic(rocketmq_emulator)
     p = Producer(rocketmq_emulator)
@@ -141,7 +141,7 @@ def test_min_messages_per_trigger_waits_for_enough_messages_or_the_delay(
 
     df = reader(
         spark,
-        rocketmq_emulator.endpoints,
+        target,
         topic,
         stream=True,
         startingOffsets="earliest",
@@ -171,7 +171,7 @@ def test_min_messages_per_trigger_waits_for_enough_messages_or_the_delay(
 
 
 def test_available_now_stops_at_its_target_while_producers_keep_sending(
-    spark, rocketmq_emulator, tmp_path
+    target, spark, rocketmq_emulator, tmp_path
 ) -> None:
     topic = _new_topic(rocketmq_emulator)
     produce(rocketmq_emulator, topic, 20)
@@ -189,7 +189,7 @@ def test_available_now_stops_at_its_target_while_producers_keep_sending(
     name = f"avn_{uuid.uuid4().hex[:8]}"
     df = reader(
         spark,
-        rocketmq_emulator.endpoints,
+        target,
         topic,
         stream=True,
         startingOffsets="earliest",
@@ -215,7 +215,7 @@ def test_available_now_stops_at_its_target_while_producers_keep_sending(
     assert query.exception() is None
     rows = arrow_rows(spark.table(name).toArrow())
     got = by_key(rows)
-    client = get_client(ClientConfig(rocketmq_emulator.endpoints))
+    client = get_client(client_config(target))
     last = json.loads(query.lastProgress["sources"][0]["endOffset"])[topic]
     for q in client.route(topic):
         read = sorted(o for (b, qid, o) in got if (b, qid) == (q.broker, q.queue_id))
@@ -228,15 +228,15 @@ def test_available_now_stops_at_its_target_while_producers_keep_sending(
     assert max(p["numInputRows"] for p in query.recentProgress) <= 100
 
 
-def test_restart_on_checkpoint_continues_exactly_where_it_stopped(spark, rocketmq_emulator, tmp_path) -> None:
+def test_restart_on_checkpoint_continues_exactly_where_it_stopped(
+    target, spark, rocketmq_emulator, tmp_path
+) -> None:
     topic = _new_topic(rocketmq_emulator)
     first = produce(rocketmq_emulator, topic, 10)
     out, ckpt = tmp_path / "out", tmp_path / "ckpt"
 
     def start(trigger: dict[str, Any], **limits: Any):
-        df = reader(
-            spark, rocketmq_emulator.endpoints, topic, stream=True, startingOffsets="earliest", **limits
-        )
+        df = reader(spark, target, topic, stream=True, startingOffsets="earliest", **limits)
         return (
             df.writeStream.format("parquet")
             .option("path", str(out))

@@ -15,6 +15,7 @@ from pyspark.sql import functions as F
 
 from broker_emulator import Emulator
 from tests.support.helpers import unique_name
+from tests.support.targets import connect_options, target_of
 from tests.support.writing import assert_even, bodies, broker_count, read_topic
 
 N = 100_000
@@ -27,7 +28,7 @@ def faulty(rocketmq_emulator_factory) -> Emulator:
 
 
 def write(df: DataFrame, endpoints: str, topic: str | None = None, **options: str) -> None:
-    w = df.write.format("rocketmq").option("endpoints", endpoints).mode("append").options(**options)
+    w = df.write.format("rocketmq").options(**connect_options(endpoints)).mode("append").options(**options)
     if topic is not None:
         w = w.option("topic", topic)
     w.save()
@@ -47,18 +48,18 @@ def stored_on(emu: Emulator, topic: str, broker: str) -> int:
 
 # ------------------------------------------------------------------------------------------ volume
 def test_batch_write_lands_once_each_evenly(
-    spark: SparkSession, rocketmq_emulator: Emulator, topic: str
+    target, spark: SparkSession, rocketmq_emulator: Emulator, topic: str
 ) -> None:
     # Queues are picked per request: ~12 requests per queue (batchSize 1024) make ±25% evenness meaningful.
-    write(numbered(spark, N), rocketmq_emulator.endpoints, topic, batchSize="1024")
-    tables = read_topic(rocketmq_emulator.endpoints, topic)
+    write(numbered(spark, N), target, topic, batchSize="1024")
+    tables = read_topic(target, topic)
     assert sorted(bodies(tables)) == expected(N)
     assert len(tables) == 8
     assert_even(tables)
 
 
 def test_stream_write_lands_once_each_evenly(
-    spark: SparkSession, rocketmq_emulator: Emulator, topic: str, tmp_path
+    target, spark: SparkSession, rocketmq_emulator: Emulator, topic: str, tmp_path
 ) -> None:
     src = tmp_path / "in"
     src.mkdir()
@@ -71,7 +72,7 @@ def test_stream_write_lands_once_each_evenly(
         .option("maxFilesPerTrigger", 1)
         .parquet(str(src))
         .writeStream.format("rocketmq")
-        .option("endpoints", rocketmq_emulator.endpoints)
+        .options(**connect_options(target))
         .option("topic", topic)
         .option("batchSize", "1024")  # enough requests per queue for the evenness check (see above)
         .option("checkpointLocation", str(tmp_path / "checkpoint"))
@@ -82,13 +83,13 @@ def test_stream_write_lands_once_each_evenly(
     assert query.exception() is None
     batches = [p for p in query.recentProgress if p["numInputRows"]]
     assert [p["numInputRows"] for p in batches] == [N // files] * files
-    tables = read_topic(rocketmq_emulator.endpoints, topic)
+    tables = read_topic(target, topic)
     assert sorted(bodies(tables)) == expected(N)
     assert_even(tables)
 
 
 # ------------------------------------------------------------------------------------------ faults
-def test_broker_down_mid_write(spark: SparkSession, faulty: Emulator) -> None:
+def test_broker_down_mid_write(protocol, spark: SparkSession, faulty: Emulator) -> None:
     topic = unique_name("down")
     faulty.create_topic(topic, queues=4)
     for b in faulty.brokers:
@@ -101,7 +102,13 @@ def test_broker_down_mid_write(spark: SparkSession, faulty: Emulator) -> None:
         jvm = spark._jvm  # type: ignore[attr-defined]
         jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)  # type: ignore[attr-defined]
         try:
-            write(numbered(spark, n), faulty.endpoints, topic, batchSize="100", maxInFlightRequests="2")
+            write(
+                numbered(spark, n),
+                target_of(faulty, protocol),
+                topic,
+                batchSize="100",
+                maxInFlightRequests="2",
+            )
         except BaseException as e:
             errors.append(e)
 
@@ -122,29 +129,35 @@ def test_broker_down_mid_write(spark: SparkSession, faulty: Emulator) -> None:
     assert stored_on(faulty, topic, "broker-b") == b_at_fault  # later sends all went to broker-a
     assert stored_on(faulty, topic, "broker-a") == n - b_at_fault
     faulty.broker("broker-b").clear_faults()
-    assert sorted(bodies(read_topic(faulty.endpoints, topic))) == expected(n)  # nothing lost, once each
+    assert sorted(bodies(read_topic(target_of(faulty, protocol), topic))) == expected(
+        n
+    )  # nothing lost, once each
 
 
-def test_slow_broker_with_latency_fault_enabled(spark: SparkSession, faulty: Emulator) -> None:
+def test_slow_broker_with_latency_fault_enabled(protocol, spark: SparkSession, faulty: Emulator) -> None:
     topic = unique_name("slow")
     faulty.create_topic(topic, queues=4)
     faulty.broker("broker-b").set_fault(latency_ms=800)
     n = 20_000
-    write(numbered(spark, n), faulty.endpoints, topic, batchSize="50", sendLatencyFaultEnable="true")
-    tables = read_topic(faulty.endpoints, topic)
+    write(
+        numbered(spark, n), target_of(faulty, protocol), topic, batchSize="50", sendLatencyFaultEnable="true"
+    )
+    tables = read_topic(target_of(faulty, protocol), topic)
     assert sorted(bodies(tables)) == expected(n)
     # each task sends at most its in-flight window (4 requests of 50) + 1 to broker-b before the first
     # slow answer isolates it; everything after goes to broker-a
     assert broker_count(tables, "broker-b") < 0.1 * n
 
 
-def test_slow_broker_without_latency_fault_keeps_half(spark: SparkSession, faulty: Emulator) -> None:
+def test_slow_broker_without_latency_fault_keeps_half(
+    protocol, spark: SparkSession, faulty: Emulator
+) -> None:
     topic = unique_name("slow")
     faulty.create_topic(topic, queues=4)
     faulty.broker("broker-b").set_fault(latency_ms=800)
     n = 8000
-    write(numbered(spark, n), faulty.endpoints, topic, batchSize="100", maxInFlightRequests="16")
-    tables = read_topic(faulty.endpoints, topic)
+    write(numbered(spark, n), target_of(faulty, protocol), topic, batchSize="100", maxInFlightRequests="16")
+    tables = read_topic(target_of(faulty, protocol), topic)
     assert sorted(bodies(tables)) == expected(n)
     assert 0.35 * n <= broker_count(tables, "broker-b") <= 0.65 * n
 
@@ -177,7 +190,9 @@ BAD_INPUT = [
 ]
 
 
-def test_bad_input_fails_clearly(spark: SparkSession, rocketmq_emulator: Emulator, topic: str) -> None:
+def test_bad_input_fails_clearly(
+    target, spark: SparkSession, rocketmq_emulator: Emulator, topic: str
+) -> None:
     for case, ddl, rows, special, message in BAD_INPUT:
         if special == "big":
             df = spark.range(2).select(
@@ -186,30 +201,32 @@ def test_bad_input_fails_clearly(spark: SparkSession, rocketmq_emulator: Emulato
         else:
             df = spark.createDataFrame(rows, ddl)
         with pytest.raises(Exception) as e:
-            write(df.coalesce(1), rocketmq_emulator.endpoints, topic)
+            write(df.coalesce(1), target, topic)
         assert message in str(e.value), f"{case}: {str(e.value)[:2000]}"
     # nothing of the failed jobs was sent, and the emulator keeps serving
-    write(numbered(spark, 10), rocketmq_emulator.endpoints, topic)
-    assert sorted(bodies(read_topic(rocketmq_emulator.endpoints, topic))) == expected(10)
+    write(numbered(spark, 10), target, topic)
+    assert sorted(bodies(read_topic(target, topic))) == expected(10)
 
 
-def test_overwrite_mode_is_rejected(spark: SparkSession, rocketmq_emulator: Emulator, topic: str) -> None:
+def test_overwrite_mode_is_rejected(
+    target, spark: SparkSession, rocketmq_emulator: Emulator, topic: str
+) -> None:
     with pytest.raises(Exception, match="mode 'overwrite' is not supported"):
-        numbered(spark, 1).write.format("rocketmq").option("endpoints", rocketmq_emulator.endpoints).option(
+        numbered(spark, 1).write.format("rocketmq").options(**connect_options(target)).option(
             "topic", topic
         ).mode("overwrite").save()
 
 
 def test_invalid_option_fails_before_any_task(
-    spark: SparkSession, rocketmq_emulator: Emulator, topic: str
+    target, spark: SparkSession, rocketmq_emulator: Emulator, topic: str
 ) -> None:
     with pytest.raises(Exception, match="option 'maxInFlightRequests'='zero' is invalid"):
-        write(numbered(spark, 1), rocketmq_emulator.endpoints, topic, maxInFlightRequests="zero")
+        write(numbered(spark, 1), target, topic, maxInFlightRequests="zero")
 
 
 # ------------------------------------------------------------------------------------------ message kinds
 def test_fifo_groups_land_in_one_queue_in_order(
-    spark: SparkSession, rocketmq_emulator: Emulator, topic: str
+    target, spark: SparkSession, rocketmq_emulator: Emulator, topic: str
 ) -> None:
     n = 6000
     df = (
@@ -220,9 +237,9 @@ def test_fifo_groups_land_in_one_queue_in_order(
             F.concat(F.lit("group-"), (F.col("id") % 5).cast("string")).alias("messageGroup"),
         )
     )
-    write(df, rocketmq_emulator.endpoints, topic, batchSize="50", maxInFlightRequests="8")
+    write(df, target, topic, batchSize="50", maxInFlightRequests="8")
     where: dict[str, set] = {}
-    for (broker, qid), t in read_topic(rocketmq_emulator.endpoints, topic).items():
+    for (broker, qid), t in read_topic(target, topic).items():
         per_group: dict[str, list[int]] = {}
         for r in t.to_pylist():
             assert r["message_type"] == 2  # FIFO
@@ -235,7 +252,7 @@ def test_fifo_groups_land_in_one_queue_in_order(
 
 
 def test_delivery_timestamp_sends_delay_messages(
-    spark: SparkSession, rocketmq_emulator: Emulator, topic: str
+    target, spark: SparkSession, rocketmq_emulator: Emulator, topic: str
 ) -> None:
     df = spark.range(3).select(
         F.format_string("%08d", "id").alias("body"),
@@ -243,16 +260,9 @@ def test_delivery_timestamp_sends_delay_messages(
             "deliveryTimestamp"
         ),
     )
-    write(df, rocketmq_emulator.endpoints, topic)
+    write(df, target, topic)
     deadline = time.monotonic() + 10
-    while (
-        len(
-            rows := [
-                r for t in read_topic(rocketmq_emulator.endpoints, topic).values() for r in t.to_pylist()
-            ]
-        )
-        < 3
-    ):
+    while len(rows := [r for t in read_topic(target, topic).values() for r in t.to_pylist()]) < 3:
         assert time.monotonic() < deadline
         time.sleep(0.1)
     by_body = {r["body"]: r for r in rows}
@@ -262,7 +272,7 @@ def test_delivery_timestamp_sends_delay_messages(
     assert by_body[b"00000000"]["message_type"] == 1 and by_body[b"00000000"]["delivery_timestamp"] is None
 
 
-def test_every_optional_column_round_trips(spark: SparkSession, rocketmq_emulator: Emulator) -> None:
+def test_every_optional_column_round_trips(target, spark: SparkSession, rocketmq_emulator: Emulator) -> None:
     t1, t2 = unique_name("cols"), unique_name("cols")
     rocketmq_emulator.create_topic(t1)
     rocketmq_emulator.create_topic(t2)
@@ -274,10 +284,10 @@ def test_every_optional_column_round_trips(spark: SparkSession, rocketmq_emulato
         ],
         "body binary, topic string, tags string, keys array<string>, properties map<string,string>",
     )
-    write(df, rocketmq_emulator.endpoints)  # no topic option: the topic column decides
+    write(df, target)  # no topic option: the topic column decides
     got = {}
     for t in (t1, t2):
-        for table in read_topic(rocketmq_emulator.endpoints, t).values():
+        for table in read_topic(target, t).values():
             for r in table.to_pylist():
                 got[r["body"]] = (t, r["tag"], r["keys"], dict(r["properties"] or []))
     assert got == {
@@ -287,8 +297,8 @@ def test_every_optional_column_round_trips(spark: SparkSession, rocketmq_emulato
     }
     # the topic option overrides the column; a string `keys` column is one key
     df2 = spark.createDataFrame([("x", t2, "one-key")], "body string, topic string, keys string")
-    write(df2, rocketmq_emulator.endpoints, t1)
-    rows = [r for table in read_topic(rocketmq_emulator.endpoints, t1).values() for r in table.to_pylist()]
+    write(df2, target, t1)
+    rows = [r for table in read_topic(target, t1).values() for r in table.to_pylist()]
     assert sorted((r["body"], tuple(r["keys"])) for r in rows) == [
         (b"\x00\x01", ("k1", "k2")),
         (b"x", ("one-key",)),

@@ -12,12 +12,14 @@ import time
 
 
 def serve_command(*args: str) -> list[str]:
-    """`python -m broker_emulator serve --port 0 ...args`: the command line of a test emulator."""
-    return [sys.executable, "-m", "broker_emulator", "serve", "--port", "0", *args]
+    """`python -m broker_emulator serve` on free ports (gRPC, name server, remoting) with `args`."""
+    ports = ("--port", "0", "--namesrv-port", "0", "--remoting-port", "0")
+    return [sys.executable, "-m", "broker_emulator", "serve", *ports, *args]
 
 
 class EmulatorProcess:
-    """A `serve` subprocess; `endpoints` is parsed from its output. Always stopped by `stop()`/`kill()`."""
+    """A `serve` subprocess; `endpoints` and `name_server` are parsed from its output. Always stopped by
+    `stop()`/`kill()`."""
 
     def __init__(self, *args: str, timeout: float = 30.0) -> None:
         self.cmd = serve_command("--log-level", "WARNING", *args)
@@ -26,12 +28,16 @@ class EmulatorProcess:
         )
         self.lines: list[str] = []
         self.endpoints = ""
+        self.name_server = ""
         ready = threading.Event()
 
         def pump() -> None:
             assert self.proc.stdout is not None
             for line in self.proc.stdout:
                 self.lines.append(line.rstrip("\n"))
+                ns = re.match(r"name server: (\S+)", line)
+                if ns:
+                    self.name_server = ns.group(1)
                 m = re.match(r"endpoints: (\S+)", line)
                 if m:
                     self.endpoints = m.group(1)

@@ -15,6 +15,7 @@ import grpc
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from rocketmq_protocol.grpc_v2 import service_pb2_grpc as sg
 from tests.support.helpers import make_message, send
+from tests.support.targets import connect_options
 
 Key = tuple[str, int, int]  # (brokerName, queueId, queueOffset)
 SEND_CHUNK = 1000  # messages per SendMessage request
@@ -131,7 +132,7 @@ def offsets_json(ends: Mapping[tuple[str, int], int], topic: str) -> dict[str, d
 
 def reader(spark: Any, endpoints: str, topic: str, *, stream: bool = False, **options: Any) -> Any:
     r = spark.readStream if stream else spark.read
-    r = r.format("rocketmq").option("endpoints", endpoints).option("topic", topic)
+    r = r.format("rocketmq").options(**connect_options(endpoints)).option("topic", topic)
     for k, v in options.items():
         r = r.option(k, str(v))
     return r.load()

@@ -5,15 +5,16 @@ from __future__ import annotations
 import pyarrow as pa
 
 from connector.clients import PullStatus, get_client
-from connector.config import ClientConfig
 from rocketmq_protocol.message_schema import MESSAGE_SCHEMA
+from tests.support.targets import client_config
 
 GROUP = "writer-tests"
 
 
 def read_topic(endpoints: str, topic: str, group: str = GROUP) -> dict[tuple[str, int], pa.Table]:
-    """Every stored message of `topic`, per (broker, queue id), in queue-offset order."""
-    client = get_client(ClientConfig(endpoints))
+    """Every stored message of `topic`, per (broker, queue id), in queue-offset order (`endpoints`: a target
+    of tests/support/targets.py, read over its protocol)."""
+    client = get_client(client_config(endpoints))
     out: dict[tuple[str, int], pa.Table] = {}
     for q in client.route(topic):
         tables, offset = [], 0

@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -31,6 +32,12 @@ NO_MATCHED_MSG = "NO_MATCHED_MSG"
 OFFSET_ILLEGAL = "OFFSET_ILLEGAL"
 
 ArrivalListener = Callable[[str, int, int, list[int]], None]
+
+# A message's commit-log offset, as remoting clients see it (offset message ids, CONSUMER_SEND_MSG_BACK,
+# END_TRANSACTION, VIEW_MESSAGE_BY_ID): the queue's index on this broker in the high bits, its queue offset
+# in the low ones. Unique per broker and decodable without a search; it is not a byte position.
+QUEUE_OFFSET_BITS = 40
+_QUEUE_OFFSET_MASK = (1 << QUEUE_OFFSET_BITS) - 1
 
 
 @dataclass
@@ -84,6 +91,11 @@ class MessageStore:
         self.topics_table = JournaledTable(data_dir, "topics")
         self.offsets_table = JournaledTable(data_dir, "consumerOffset")
         self.min_offsets_table = JournaledTable(data_dir, "queueMinOffset")
+        self.queue_index_table = JournaledTable(data_dir, "queueIndex")
+        self._queue_by_index: dict[int, tuple[str, int]] = {}
+        for key, index in self.queue_index_table.data.items():
+            topic, qid = key.rsplit("\t", 1)
+            self._queue_by_index[int(index)] = (topic, int(qid))
         self.topics: dict[str, TopicConfig] = {
             name: TopicConfig(name, **cfg) for name, cfg in self.topics_table.data.items()
         }
@@ -130,7 +142,7 @@ class MessageStore:
 
     def close(self) -> None:
         self.commitlog.close()
-        for t in (self.topics_table, self.offsets_table, self.min_offsets_table):
+        for t in (self.topics_table, self.offsets_table, self.min_offsets_table, self.queue_index_table):
             t.close()
 
     # ------------------------------------------------------------ topics
@@ -147,6 +159,34 @@ class MessageStore:
         if cq is None:
             cq = self.queues[(topic, queue_id)] = ConsumeQueue(topic, queue_id)
         return cq
+
+    # ------------------------------------------------------------ commit-log offsets
+    def queue_index(self, topic: str, queue_id: int) -> int:
+        """The queue's number on this broker (assigned on first use, persisted)."""
+        key = f"{topic}\t{queue_id}"
+        index = self.queue_index_table.get(key)
+        if index is None:
+            with self.lock:
+                index = self.queue_index_table.get(key)
+                if index is None:
+                    index = len(self.queue_index_table.data) + 1
+                    self.queue_index_table.set(key, index)
+                    self._queue_by_index[index] = (topic, queue_id)
+        return int(index)
+
+    def commit_offsets(self, topic: str, queue_id: int, queue_offsets: np.ndarray) -> np.ndarray:
+        """The commit-log offsets of messages of one queue (see QUEUE_OFFSET_BITS)."""
+        base = np.int64(self.queue_index(topic, queue_id) << QUEUE_OFFSET_BITS)
+        return np.asarray(queue_offsets, dtype=np.int64) + base
+
+    def locate(self, commit_offset: int) -> tuple[str, int, int] | None:
+        """(topic, queue id, queue offset) of a commit-log offset; None when it names no queue here."""
+        if commit_offset < 0:
+            return None
+        where = self._queue_by_index.get(commit_offset >> QUEUE_OFFSET_BITS)
+        if where is None:
+            return None
+        return where[0], where[1], commit_offset & _QUEUE_OFFSET_MASK
 
     def min_max(self, topic: str, queue_id: int) -> tuple[int, int]:
         cq = self.queues.get((topic, queue_id))

@@ -1,0 +1,222 @@
+"""Remoting messages ↔ the broker core: a send request's body and properties → `SendColumns`, stored rows →
+the stored-message records of a pull response (apache/rocketmq `MessageDecoder`, `MessageExtEncoder`)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from rocketmq_protocol.limits import RESERVED_PROPERTY_KEYS
+from rocketmq_protocol.message_schema import TRANSACTION
+from rocketmq_protocol.remoting.flags import MessageSysFlag
+from rocketmq_protocol.remoting.headers import SendMessageRequestHeader
+from rocketmq_protocol.remoting.message_codec import decode_batch, encode_stored
+from rocketmq_protocol.remoting.message_id import create_offset_message_id, create_uniq_id
+from rocketmq_protocol.remoting.properties import (
+    CLUSTER,
+    DELAY,
+    KEYS,
+    SHARDING_KEY,
+    TAGS,
+    TIMER_DELAY_MS,
+    TIMER_DELAY_SEC,
+    TIMER_DELIVER_MS,
+    TRAN_MSG,
+    UNIQ_KEY,
+    build_properties_column,
+    decode_properties,
+)
+
+from ..core.cluster import Broker
+from ..core.errors import BrokerError, ErrorKind
+from ..core.retry import delay_ms
+from ..core.send_columns import SendColumns
+
+# What a 5.x broker adds to every message it stores (`SendMessageProcessor`: region, trace switch, cluster).
+MSG_REGION, TRACE_ON = "MSG_REGION", "TRACE_ON"
+# Properties that become columns of their own (or only steer the send) instead of stored properties; the
+# other reserved ones (WAIT, DELAY, PGROUP, ...) are stored as the broker stores them.
+_CONSUMED = frozenset(
+    {TAGS, KEYS, UNIQ_KEY, SHARDING_KEY, TIMER_DELIVER_MS, TIMER_DELAY_SEC, TIMER_DELAY_MS,
+     CLUSTER, MSG_REGION, TRACE_ON, "MIN_OFFSET", "MAX_OFFSET", "CONSUME_START_TIME"}
+)  # fmt: skip
+_IPV4_HOST = r"^[0-9]{1,3}(\.[0-9]{1,3}){3}:[0-9]{1,5}$"
+_IPV4_ADDRESS = r"^[0-9]{1,3}(\.[0-9]{1,3}){3}$"
+
+
+def _delivery_ms(props: dict[str, str], levels: list[int], now: int) -> int | None:
+    """When a message becomes visible: a DELAY level wins over the 5.x timer properties."""
+    try:
+        if DELAY in props:
+            wait = delay_ms(levels, int(props[DELAY]))
+            return now + wait if wait > 0 else None
+        if TIMER_DELIVER_MS in props:
+            return int(props[TIMER_DELIVER_MS])
+        if TIMER_DELAY_SEC in props:
+            return now + int(props[TIMER_DELAY_SEC]) * 1000
+        if TIMER_DELAY_MS in props:
+            return now + int(props[TIMER_DELAY_MS])
+    except ValueError as e:
+        raise BrokerError(ErrorKind.MESSAGE_CORRUPTED, f"bad delay or timer property: {e}") from None
+    return None
+
+
+def send_columns(
+    header: SendMessageRequestHeader,
+    body: bytes,
+    *,
+    batch: bool,
+    born_host: str,
+    delay_levels: list[int],
+) -> SendColumns:
+    """The messages of a SEND_MESSAGE(_V2) or SEND_BATCH_MESSAGE request, as the core takes them.
+
+    A batch's own (inner) properties win over the batch-level ones of header `i` (apache/rocketmq
+    develop since [ISSUE #9416]; brokers up to 5.3.3 let the batch's UNIQ_KEY override every message's).
+    """
+    now = int(time.time() * 1000)
+    outer = decode_properties(header.properties or "")
+    if batch:
+        rows = decode_batch(body)
+        bodies = rows.column("body").to_pylist()
+        raw = rows.column("raw_properties").to_pylist()
+        props_list = [{**outer, **decode_properties(r or "")} for r in raw]
+        compressed = None
+    else:
+        bodies = [body]
+        props_list = [outer]
+        compressed = [True] if header.sys_flag & MessageSysFlag.COMPRESSED else None
+    n = len(bodies)
+    if not n:
+        raise BrokerError(ErrorKind.MESSAGE_CORRUPTED, "the batch holds no message")
+    prepared = bool(header.sys_flag & MessageSysFlag.TRANSACTION_PREPARED)
+    tags: list[str | None] = []
+    keys: list[list[str]] = []
+    ids: list[str] = []
+    groups: list[str | None] = []
+    delivery: list[int | None] = []
+    user: list[list[tuple[str, str]]] = []
+    system: list[list[tuple[str, str]]] = []
+    types: list[int] = []
+    for props in props_list:
+        tags.append(props.get(TAGS))
+        keys.append([k for k in props.get(KEYS, "").split(" ") if k])
+        ids.append(props.get(UNIQ_KEY) or create_uniq_id())
+        groups.append(props.get(SHARDING_KEY))
+        delivery.append(_delivery_ms(props, delay_levels, now))
+        u, s = [], []
+        for k, v in props.items():
+            if k in _CONSUMED:
+                continue
+            (s if k in RESERVED_PROPERTY_KEYS else u).append((k, v))
+        user.append(u)
+        system.append(s)
+        types.append(TRANSACTION if prepared or props.get(TRAN_MSG) == "true" else 0)
+    return SendColumns(
+        n=n,
+        topics_match=True,
+        body=bodies,
+        body_size=list(map(len, bodies)),
+        message_id=ids,
+        tag=tags if any(t is not None for t in tags) else None,
+        keys=keys if any(keys) else None,
+        properties=user if any(user) else None,
+        born_timestamp=[header.born_timestamp] * n,
+        born_host=[born_host] * n,
+        message_group=groups if any(g is not None for g in groups) else None,
+        delivery_timestamp=delivery if any(d is not None for d in delivery) else None,
+        message_type=types if any(types) else None,
+        compressed=compressed,
+        queue_id=None,
+        system_properties=system if any(system) else None,
+    )
+
+
+def offset_message_ids(host: str, port: int, commit_offsets: np.ndarray) -> list[str]:
+    return [create_offset_message_id(host, port, int(o)) for o in commit_offsets]
+
+
+def _prop_piece(name: str, values: pa.Array) -> pa.Array:
+    """`name \\x01 value \\x02` per row ('' where the value is null or empty)."""
+    values = pc.if_else(pc.equal(values, ""), pa.scalar(None, pa.string()), values)
+    return pc.fill_null(pc.binary_join_element_wise(f"{name}\x01", values, "\x02", ""), "")
+
+
+def property_strings(table: pa.Table, cluster_name: str) -> pa.Array:
+    """The stored property string of each row: UNIQ_KEY, CLUSTER, MSG_REGION, TRACE_ON, TAGS, KEYS, the stored
+    properties, then
+    __SHARDINGKEY and TIMER_DELIVER_MS from the message group and delivery time."""
+    n = table.num_rows
+
+    def col(name: str) -> pa.Array:
+        return table.column(name).combine_chunks()
+
+    props = build_properties_column(
+        n,
+        uniq_keys=col("message_id"),
+        tags=col("tag"),
+        keys=col("keys"),
+        user=col("properties"),
+        constant={CLUSTER: cluster_name, MSG_REGION: "DefaultRegion", TRACE_ON: "true"},
+    )
+    pieces = [props]
+    group = col("message_group")
+    if group.null_count < n:
+        pieces.append(_prop_piece(SHARDING_KEY, group))
+    deliver = col("delivery_timestamp")
+    if deliver.null_count < n:
+        pieces.append(_prop_piece(TIMER_DELIVER_MS, pc.cast(deliver.cast(pa.int64()), pa.string())))
+    if len(pieces) == 1:
+        return props
+    return pc.binary_join_element_wise(*pieces, "")
+
+
+def stored_records(
+    table: pa.Table,
+    topic: str,
+    queue_id: int,
+    broker: Broker,
+    cluster_name: str,
+    commit: list[int] | np.ndarray | None = None,
+) -> bytes:
+    """Stored rows of one queue → the records of a pull response, column by column. `commit`: the rows'
+    commit-log offsets when they are not those of (topic, queue_id) (a half message shown as its real topic)."""
+    qoff = table.column("queue_offset").combine_chunks()
+    if commit is None:
+        commit = broker.store.commit_offsets(topic, queue_id, qoff.to_numpy())
+    born_host = table.column("born_host").combine_chunks()
+    ok = pc.fill_null(pc.match_substring_regex(born_host, _IPV4_HOST), False)
+    if not pc.all(ok).as_py():
+        # gRPC producers give a bare address ("10.0.0.5"): keep it, with port 0
+        bare = pc.fill_null(pc.match_substring_regex(born_host, _IPV4_ADDRESS), False)
+        with_port = pc.binary_join_element_wise(born_host, ":0", "")
+        born_host = pc.if_else(
+            ok, born_host, pc.if_else(bare, with_port, pa.scalar("127.0.0.1:0", pa.string()))
+        )
+    n = table.num_rows
+    types = table.column("message_type").combine_chunks()
+    sysflag = np.where(
+        pc.fill_null(pc.equal(types, TRANSACTION), False).to_numpy(zero_copy_only=False),
+        np.int32(MessageSysFlag.TRANSACTION_COMMIT),
+        np.int32(0),
+    )
+    return encode_stored(
+        topic=topic,
+        queue_id=queue_id,
+        queue_offset=qoff,
+        commitlog_offset=commit,
+        body=table.column("body").combine_chunks(),
+        properties=property_strings(table, cluster_name),
+        born_timestamp=table.column("born_timestamp").combine_chunks(),
+        store_timestamp=table.column("store_timestamp").combine_chunks(),
+        born_host=born_host,
+        store_host=f"{broker.host}:{broker.remoting_port}",
+        sysflag=sysflag,
+        reconsume_times=table.column("reconsume_times").combine_chunks(),
+        # Clients do not check BODYCRC (MessageDecoder is called with checkCRC=false): it is left 0 rather
+        # than paying a Python crc32 call per message (docs/deviations.md, "Remoting").
+        body_crc=np.zeros(n, np.int32),
+    )

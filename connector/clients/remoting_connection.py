@@ -1,0 +1,291 @@
+"""A multiplexed remoting connection: one TCP (optionally TLS) socket per broker or name server, many
+requests in flight, responses matched to their requests by `opaque` whatever order they come back in.
+
+As apache/rocketmq `NettyRemotingAbstract` (the `responseTable` of opaque → `ResponseFuture`) and
+rocketmq-client-go `internal/remote` (one connection per address, a reader goroutine): each connection has
+one reader thread that reads whole frames (a 4-byte length, then `recv_into` one buffer of that length) and
+completes the request's `concurrent.futures.Future`; a response's body is a `memoryview` into that buffer,
+so a pull's stored messages reach the decoder without a copy. Writers share the socket under a lock; a
+request is the encoded header and the body, sent without joining them. Requests the server sends us
+(RocketMQ's broker → client calls) are answered REQUEST_CODE_NOT_SUPPORTED unless they are oneway.
+
+A connection that fails (reset, closed, a malformed frame) fails every request in flight with
+`ConnectionLost` and is replaced on the next request (`ConnectionPool`). Idle connections are closed by
+the servers after 120 s; the pool reconnects lazily.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import socket
+import ssl
+import struct
+import threading
+import time
+from concurrent.futures import Future
+
+from rocketmq_protocol.remoting.codes import CURRENT_VERSION, LanguageCode, ResponseCode, SerializeType
+from rocketmq_protocol.remoting.errors import FrameError, RemotingCodecError
+from rocketmq_protocol.remoting.frames import (
+    MAX_FRAME_LENGTH,
+    ONEWAY_FLAG,
+    RESPONSE_FLAG,
+    RemotingCommand,
+    decode_header,
+    encode_header,
+)
+
+log = logging.getLogger(__name__)
+
+__all__ = ["ConnectionLost", "ConnectionPool", "RemotingConnection", "encode_request", "split_address"]
+
+_PREFIX = struct.Struct(">iI")
+_I32 = struct.Struct(">i")
+CONNECT_TIMEOUT_S = 3.0
+
+
+class ConnectionLost(ConnectionError):
+    """The connection failed before the response came (the request may or may not have been processed)."""
+
+
+def split_address(address: str) -> tuple[str, int]:
+    """`host:port` or `[v6]:port` → (host, port)."""
+    host, _, port = address.rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return host, int(port)
+
+
+def encode_request(
+    code: int, ext_fields: dict[str, str], body: bytes | memoryview = b"", opaque: int = 0, flag: int = 0
+) -> bytes:
+    """A request's length prefix and JSON header (the body follows on the wire)."""
+    cmd = RemotingCommand(
+        code=code,
+        language=LanguageCode.PYTHON,
+        version=int(CURRENT_VERSION),
+        opaque=opaque,
+        flag=flag,
+        ext_fields=ext_fields,
+    )
+    header = encode_header(cmd, SerializeType.JSON)
+    return _PREFIX.pack(4 + len(header) + len(body), len(header)) + header
+
+
+class RemotingConnection:
+    """One socket to `address`; thread-safe. `request()` returns a Future of the response command."""
+
+    def __init__(
+        self,
+        address: str,
+        tls: ssl.SSLContext | None = None,
+        connect_timeout_s: float = CONNECT_TIMEOUT_S,
+    ) -> None:
+        self.address = address
+        host, port = split_address(address)
+        sock = socket.create_connection((host, port), timeout=connect_timeout_s)
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if tls is not None:
+                sock = tls.wrap_socket(sock, server_hostname=host)
+            sock.settimeout(None)
+        except BaseException:
+            sock.close()
+            raise
+        self._sock = sock
+        self._file = sock.makefile("rb", buffering=256 * 1024)
+        self._write_lock = threading.Lock()
+        self._pending: dict[int, Future[RemotingCommand]] = {}
+        self._pending_lock = threading.Lock()
+        self._opaques = itertools.count(1)
+        self._closed: BaseException | None = None
+        self.last_read = time.monotonic()  # when the last frame arrived (a silent peer may be gone)
+        self._reader = threading.Thread(
+            target=self._read_loop, name=f"rocketmq-remoting-{address}", daemon=True
+        )
+        self._reader.start()
+
+    # ------------------------------------------------------------------ public
+    @property
+    def closed(self) -> bool:
+        return self._closed is not None
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._pending)
+
+    def request(
+        self, code: int, ext_fields: dict[str, str], body: bytes | memoryview = b""
+    ) -> Future[RemotingCommand]:
+        """Sends a request; the Future completes with the response, or fails with ConnectionLost."""
+        fut: Future[RemotingCommand] = Future()
+        opaque = next(self._opaques) & 0x7FFFFFFF
+        head = encode_request(code, ext_fields, body, opaque)
+        with self._pending_lock:
+            if self._closed is not None:
+                raise ConnectionLost(f"connection to {self.address} is closed ({self._closed})")
+            self._pending[opaque] = fut
+        fut.add_done_callback(lambda f, o=opaque: self._forget(o) if f.cancelled() else None)
+        try:
+            with self._write_lock:
+                self._sock.sendall(head)
+                if len(body):
+                    self._sock.sendall(body)
+        except OSError as e:
+            self._fail(e)
+        return fut
+
+    def oneway(self, code: int, ext_fields: dict[str, str], body: bytes = b"") -> None:
+        head = encode_request(code, ext_fields, body, next(self._opaques) & 0x7FFFFFFF, ONEWAY_FLAG)
+        try:
+            with self._write_lock:
+                self._sock.sendall(head + body)
+        except OSError as e:
+            self._fail(e)
+
+    def forget(self, fut: Future[RemotingCommand]) -> None:
+        """Drops a request whose caller gave up waiting (its late response is then ignored)."""
+        with self._pending_lock:
+            for k, v in list(self._pending.items()):
+                if v is fut:
+                    del self._pending[k]
+                    break
+
+    def close(self) -> None:
+        self._fail(ConnectionLost(f"connection to {self.address} closed by the client"))
+
+    # ------------------------------------------------------------------ internals
+    def _forget(self, opaque: int) -> None:
+        with self._pending_lock:
+            self._pending.pop(opaque, None)
+
+    def _fail(self, error: BaseException) -> None:
+        with self._pending_lock:
+            first = self._closed is None
+            if first:
+                self._closed = error
+            pending, self._pending = self._pending, {}
+        if first:
+            with contextlib.suppress(OSError):
+                self._sock.shutdown(socket.SHUT_RDWR)
+            with contextlib.suppress(OSError):
+                self._sock.close()
+        lost = error if isinstance(error, ConnectionLost) else ConnectionLost(f"{self.address}: {error}")
+        for fut in pending.values():
+            if not fut.done():
+                with contextlib.suppress(Exception):
+                    fut.set_exception(lost)
+
+    def _read_exact(self, view: memoryview) -> None:
+        got, n = 0, len(view)
+        readinto = self._file.readinto
+        while got < n:
+            k = readinto(view[got:])
+            if not k:
+                raise ConnectionLost(f"{self.address} closed the connection")
+            got += k
+
+    def _read_loop(self) -> None:
+        prefix = bytearray(4)
+        pv = memoryview(prefix)
+        try:
+            while True:
+                try:
+                    self._read_exact(pv)
+                except ConnectionLost:
+                    if self._closed is None:
+                        raise
+                    return
+                (length,) = _I32.unpack(prefix)
+                if length < 4 or length + 4 > MAX_FRAME_LENGTH:
+                    raise FrameError(f"{self.address} sent a frame of length {length}")
+                payload = bytearray(length)
+                view = memoryview(payload)
+                self._read_exact(view)
+                (word,) = _I32.unpack_from(payload, 0)
+                hlen = word & 0xFFFFFF
+                if 4 + hlen > length:
+                    raise FrameError(f"{self.address} sent a header length {hlen} past its frame of {length}")
+                self.last_read = time.monotonic()
+                cmd = decode_header(view[4 : 4 + hlen], (word >> 24) & 0xFF)
+                cmd.body = view[4 + hlen :]  # type: ignore[assignment]  # a view into this frame's buffer
+                if cmd.flag & RESPONSE_FLAG:
+                    with self._pending_lock:
+                        fut = self._pending.pop(cmd.opaque, None)
+                    if fut is not None and not fut.done():
+                        with contextlib.suppress(Exception):  # cancelled in the meantime
+                            fut.set_result(cmd)
+                else:
+                    self._server_request(cmd)
+        except (OSError, RemotingCodecError, ValueError) as e:
+            if self._closed is None:
+                log.debug("remoting connection to %s failed: %s", self.address, e)
+            self._fail(e)
+        except BaseException as e:  # pragma: no cover - keep waiters from hanging on a bug
+            self._fail(e)
+            raise
+
+    def _server_request(self, cmd: RemotingCommand) -> None:
+        """A call from the server (NOTIFY_CONSUMER_IDS_CHANGED, CHECK_TRANSACTION_STATE, ...): oneways are
+        ignored, others answered REQUEST_CODE_NOT_SUPPORTED, as a client without those features does."""
+        if cmd.flag & ONEWAY_FLAG:
+            return
+        resp = RemotingCommand(
+            code=int(ResponseCode.REQUEST_CODE_NOT_SUPPORTED),
+            language=LanguageCode.PYTHON,
+            opaque=cmd.opaque,
+            flag=RESPONSE_FLAG,
+            remark=f"request code {cmd.code} not supported by the pyspark-rocketmq client",
+        )
+        header = encode_header(resp, SerializeType.JSON)
+        try:
+            with self._write_lock:
+                self._sock.sendall(_PREFIX.pack(4 + len(header), len(header)) + header)
+        except OSError as e:
+            self._fail(e)
+
+
+class ConnectionPool:
+    """One connection per address, (re)connected on demand; thread-safe."""
+
+    def __init__(
+        self, tls: ssl.SSLContext | None = None, connect_timeout_s: float = CONNECT_TIMEOUT_S
+    ) -> None:
+        self.tls = tls
+        self.connect_timeout_s = connect_timeout_s
+        self._conns: dict[str, RemotingConnection] = {}
+        self._lock = threading.Lock()
+        self._connecting: dict[str, threading.Lock] = {}
+
+    def get(self, address: str, connect_timeout_s: float | None = None) -> RemotingConnection:
+        conn = self._conns.get(address)
+        if conn is not None and not conn.closed:
+            return conn
+        with self._lock:
+            gate = self._connecting.setdefault(address, threading.Lock())
+        with gate:  # one connect per address at a time; others wait for it
+            conn = self._conns.get(address)
+            if conn is not None and not conn.closed:
+                return conn
+            timeout = self.connect_timeout_s if connect_timeout_s is None else connect_timeout_s
+            conn = RemotingConnection(address, self.tls, max(0.05, timeout))
+            with self._lock:
+                self._conns[address] = conn
+            return conn
+
+    def drop(self, address: str, conn: RemotingConnection | None = None) -> None:
+        """Closes the address's connection (if it is still `conn`), e.g. after a request timed out on it."""
+        with self._lock:
+            cur = self._conns.get(address)
+            if cur is None or (conn is not None and cur is not conn):
+                return
+            del self._conns[address]
+        cur.close()
+
+    def close(self) -> None:
+        with self._lock:
+            conns, self._conns = list(self._conns.values()), {}
+        for c in conns:
+            c.close()

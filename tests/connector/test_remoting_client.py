@@ -1,0 +1,465 @@
+"""The connector's remoting client against small scripted remoting servers (threads on loopback ports):
+multiplexing by opaque, timeouts and retries within the deadline, name-server failover, ACL signatures,
+broker → client requests, pull pipelining against a broker that caps each pull like Apache's (32
+messages), and the columnar conversion of stored messages into the reader's schema. What a real broker
+does is checked by tests/real/test_real_connector_remoting.py."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from connector.clients import PullStatus
+from connector.clients.remoting import RemotingClient, stored_to_table
+from connector.clients.remoting_connection import ConnectionPool
+from connector.config import ClientConfig, FilterSpec
+from connector.errors import AccessDeniedError, ConnectorError, RetriesExhaustedError, RocketMQError
+from connector.queues import MessageQueue, RouteEntry
+from connector.schema import ARROW_SCHEMA, to_record_batches
+from rocketmq_protocol.message_schema import MESSAGE_SCHEMA
+from rocketmq_protocol.remoting import signature
+from rocketmq_protocol.remoting.frames import FrameSplitter, RemotingCommand, encode_frame
+from rocketmq_protocol.remoting.message_codec import encode_stored
+from rocketmq_protocol.remoting.properties import build_properties_column, encode_properties
+from rocketmq_protocol.remoting.route import BrokerData, QueueData, TopicRouteData
+from tests.emulator.test_security import certificate  # noqa: F401  (the self-signed certificate fixture)
+
+Handler = Callable[[RemotingCommand], RemotingCommand | None]
+
+
+class FakeServer:
+    """A remoting server on a free loopback port; `handler(cmd)` returns the response (None: no answer)."""
+
+    def __init__(self, handler: Handler, tls: ssl.SSLContext | None = None) -> None:
+        self.handler = handler
+        self.tls = tls
+        self.requests: list[RemotingCommand] = []
+        self._sock = socket.socket()
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen(16)
+        self.address = f"127.0.0.1:{self._sock.getsockname()[1]}"
+        self._conns: list[socket.socket] = []
+        self._stop = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self._stop:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                return
+            self._conns.append(conn)
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        splitter = FrameSplitter()
+        lock = threading.Lock()
+        with contextlib.suppress(OSError):
+            if self.tls is not None:
+                conn = self.tls.wrap_socket(conn, server_side=True)
+                self._conns.append(conn)
+            while True:
+                data = conn.recv(65536)
+                if not data:
+                    return
+                for cmd in splitter.feed(data):
+                    self.requests.append(cmd)
+                    if cmd.is_response:
+                        continue
+                    resp = self.handler(cmd)
+                    if resp is not None:
+                        with lock:
+                            conn.sendall(encode_frame(resp))
+
+    def send_to_clients(self, cmd: RemotingCommand) -> None:
+        for c in self._conns:
+            with contextlib.suppress(OSError):
+                c.sendall(encode_frame(cmd))
+
+    def close(self) -> None:
+        self._stop = True
+        self._sock.close()
+        for c in self._conns:
+            with contextlib.suppress(OSError):
+                c.close()
+
+
+@pytest.fixture
+def servers() -> Iterator[Callable[..., FakeServer]]:
+    started: list[FakeServer] = []
+
+    def start(handler: Handler, tls: ssl.SSLContext | None = None) -> FakeServer:
+        s = FakeServer(handler, tls)
+        started.append(s)
+        return s
+
+    yield start
+    for s in started:
+        s.close()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def route_body(broker_addr: str, topic_queues: int = 2) -> bytes:
+    return TopicRouteData(
+        queue_datas=[QueueData("broker-a", topic_queues, topic_queues, 6)],
+        broker_datas=[BrokerData("DefaultCluster", "broker-a", {0: broker_addr})],
+    ).to_json()
+
+
+# ------------------------------------------------------------------------------------------ connection
+def test_responses_out_of_order_reach_their_requests(servers) -> None:
+    held: list[RemotingCommand] = []
+    done = threading.Event()
+
+    def handler(cmd: RemotingCommand) -> RemotingCommand | None:
+        held.append(cmd)
+        if len(held) < 20:
+            return None
+        for c in reversed(held):  # answer all twenty in reverse order, on one connection
+            srv.send_to_clients(c.response(0, ext_fields={"echo": c.ext_fields["i"]}))
+        done.set()
+        return None
+
+    srv = servers(handler)
+    pool = ConnectionPool()
+    conn = pool.get(srv.address)
+    futures = [conn.request(30, {"i": str(i)}) for i in range(20)]
+    assert [f.result(5).ext_fields["echo"] for f in futures] == [str(i) for i in range(20)]
+    assert conn.in_flight == 0
+    pool.close()
+
+
+def test_server_requests_are_answered_not_supported_and_oneways_ignored(servers) -> None:
+    srv = servers(lambda cmd: cmd.response(0))
+    pool = ConnectionPool()
+    conn = pool.get(srv.address)
+    conn.request(30, {}).result(5)
+    srv.send_to_clients(RemotingCommand(code=40, opaque=77, flag=2))  # NOTIFY_CONSUMER_IDS_CHANGED, oneway
+    srv.send_to_clients(RemotingCommand(code=307, opaque=78))  # GET_CONSUMER_RUNNING_INFO
+    deadline = time.monotonic() + 5
+    while not any(r.is_response and r.opaque == 78 for r in srv.requests) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    answers = [r for r in srv.requests if r.is_response]
+    assert [(r.opaque, r.code) for r in answers] == [(78, 3)]
+    pool.close()
+
+
+def test_a_lost_connection_fails_its_requests_and_the_next_call_reconnects(servers) -> None:
+    calls = {"n": 0}
+
+    def handler(cmd: RemotingCommand) -> RemotingCommand | None:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            srv.close_clients()
+            return None
+        return cmd.response(0, ext_fields={"offset": "42"})
+
+    srv = servers(handler)
+    srv.close_clients = lambda: [c.shutdown(socket.SHUT_RDWR) for c in srv._conns]  # type: ignore[attr-defined]
+    client = RemotingClient(ClientConfig(name_server="127.0.0.1:1"))
+    q = RouteEntry(MessageQueue("t", "broker-a", 0), srv.address)
+    assert client.max_offset(q, timeout_ms=5000) == 42  # the first attempt lost its connection: retried
+    assert calls["n"] == 2
+    client.close()
+
+
+# ------------------------------------------------------------------------------------------ client calls
+def test_name_servers_fail_over_in_turn_and_routes_list_master_queues(servers) -> None:
+    srv = servers(lambda cmd: cmd.response(0, body=route_body("127.0.0.1:10911", 3)))
+    dead = f"127.0.0.1:{free_port()}"
+    client = RemotingClient(ClientConfig(name_server=f"{dead};{srv.address}"))
+    route = client.route("orders", timeout_ms=5000)
+    assert [(e.broker, e.queue_id, e.endpoint) for e in route] == [
+        ("broker-a", i, "127.0.0.1:10911") for i in range(3)
+    ]
+    assert client._name_servers()[0] == srv.address  # the one that answered is asked first next time
+    req = srv.requests[0]
+    assert (
+        req.code == 105
+        and req.ext_fields["topic"] == "orders"
+        and req.ext_fields["acceptStandardJsonOnly"] == "true"
+    )
+    client.close()
+
+
+def test_timeouts_are_retried_until_the_deadline(servers) -> None:
+    srv = servers(lambda cmd: None)  # never answers
+    client = RemotingClient(ClientConfig(name_server=srv.address))
+    t0 = time.monotonic()
+    with pytest.raises(
+        RetriesExhaustedError, match=r"GET_ROUTEINFO_BY_TOPIC\(t\) .* did not succeed within 1500 ms"
+    ):
+        client.route("t", timeout_ms=1500)
+    assert 1.4 < time.monotonic() - t0 < 4
+    client.close()
+
+
+def test_transient_codes_are_retried_and_errors_are_not(servers) -> None:
+    answers = [2, 1500, 0]  # SYSTEM_BUSY, GO_AWAY, then the answer
+
+    def handler(cmd: RemotingCommand) -> RemotingCommand:
+        code = answers.pop(0) if answers else 17
+        return cmd.response(
+            code, "busy" if code else None, body=route_body("127.0.0.1:10911") if code == 0 else b""
+        )
+
+    srv = servers(handler)
+    client = RemotingClient(ClientConfig(name_server=srv.address))
+    assert len(client.route("t", timeout_ms=5000)) == 2
+    with pytest.raises(RocketMQError, match=r"TOPIC_NOT_EXIST \(17\)") as e:
+        client.route("gone", timeout_ms=5000)
+    assert e.value.kind.name == "TOPIC_NOT_FOUND"
+    client.close()
+
+
+def test_requests_are_signed_with_the_acl_signature(servers) -> None:
+    def handler(cmd: RemotingCommand) -> RemotingCommand:
+        if cmd.ext_fields.get("AccessKey") != "AK" or not signature.verify(cmd, "SK"):
+            return cmd.response(16, "[authentication] check signature failed")
+        return cmd.response(0, ext_fields={"offset": "7"})
+
+    srv = servers(handler)
+    q = RouteEntry(MessageQueue("t", "broker-a", 0), srv.address)
+    good = RemotingClient(ClientConfig(name_server="127.0.0.1:1", access_key="AK", secret_key="SK"))
+    assert good.max_offset(q, timeout_ms=3000) == 7
+    bad = RemotingClient(ClientConfig(name_server="127.0.0.1:1", access_key="AK", secret_key="wrong"))
+    with pytest.raises(AccessDeniedError, match="rejected the credentials"):
+        bad.max_offset(q, timeout_ms=3000)
+    good.close()
+    bad.close()
+
+
+# ------------------------------------------------------------------------------------------ pulls
+def stored(offsets: np.ndarray, body_size: int = 100, tags: list[str | None] | None = None) -> bytes:
+    n = len(offsets)
+    props = build_properties_column(
+        n,
+        uniq_keys=np.array([f"{o:032X}".encode() for o in offsets], dtype="S32"),
+        tags=pa.array(tags if tags is not None else [None] * n, pa.string()),
+        keys=pa.array([f"k{o} x" for o in offsets], pa.string()),
+    )
+    return encode_stored(
+        topic="t",
+        queue_id=0,
+        queue_offset=offsets,
+        commitlog_offset=offsets * 300,
+        body=pa.array([f"{o:0{body_size}d}".encode() for o in offsets], pa.binary()),
+        properties=props,
+        born_timestamp=1_700_000_000_000,
+        store_timestamp=offsets + 1_700_000_000_000,
+        born_host="10.0.0.7:5555",
+        store_host="127.0.0.1:10911",
+    )
+
+
+class CappedBroker:
+    """Serves PULL_MESSAGE over offsets [0, max) like Apache's broker from page cache: at most `cap`
+    messages per answer; tags cycle TagA/TagB/None."""
+
+    def __init__(self, max_offset: int, cap: int = 32) -> None:
+        self.max_offset, self.cap = max_offset, cap
+        self.pulls = 0
+
+    def tag(self, o: int) -> str | None:
+        return (["TagA", "TagB", None])[o % 3]
+
+    def __call__(self, cmd: RemotingCommand) -> RemotingCommand:
+        if cmd.code != 11:
+            return cmd.response(0, ext_fields={"offset": str(self.max_offset)})
+        self.pulls += 1
+        f = cmd.ext_fields
+        start, want = int(f["queueOffset"]), int(f["maxMsgNums"])
+        header = {"suggestWhichBrokerId": "0", "minOffset": "0", "maxOffset": str(self.max_offset)}
+        if start == self.max_offset:
+            return cmd.response(19, ext_fields={**header, "nextBeginOffset": str(start)})
+        if start > self.max_offset:
+            return cmd.response(21, ext_fields={**header, "nextBeginOffset": str(self.max_offset)})
+        end = min(start + min(want, self.cap), self.max_offset)
+        offsets = np.arange(start, end)
+        tags = [self.tag(int(o)) for o in offsets]
+        if f["subscription"] != "*":
+            wanted = {t.strip() for t in f["subscription"].split("||")}
+            offsets = np.array([o for o, t in zip(offsets, tags, strict=True) if t in wanted], dtype=np.int64)
+            tags = [t for t in tags if t in wanted]
+        if not len(offsets):
+            return cmd.response(20, ext_fields={**header, "nextBeginOffset": str(end)})
+        return cmd.response(
+            0, ext_fields={**header, "nextBeginOffset": str(end)}, body=stored(offsets, tags=tags)
+        )
+
+
+def test_pulls_are_pipelined_past_the_brokers_cap_and_decoded_at_once(servers) -> None:
+    broker = CappedBroker(1000)
+    srv = servers(broker)
+    client = RemotingClient(ClientConfig(name_server="127.0.0.1:1"))
+    q = RouteEntry(MessageQueue("t", "broker-a", 0), srv.address)
+    res = client.pull(q, 0, 900, group="g")
+    assert res.status == PullStatus.FOUND and res.next_offset == 900
+    assert res.table.column("queue_offset").to_pylist() == list(range(900))
+    assert res.table.schema == MESSAGE_SCHEMA and res.table.num_rows == 900
+    assert broker.pulls == 1 + -(-(900 - 32) // 32)  # one request, then the rest in parallel
+    res = client.pull(q, 900, 8192, group="g")  # stops at the queue's max offset
+    assert (res.status, res.next_offset, res.table.num_rows) == (PullStatus.FOUND, 1000, 100)
+    assert client.pull(q, 1000, 10, group="g").status == PullStatus.NO_NEW_MSG
+    assert client.pull(q, 2000, 10, group="g").status == PullStatus.OFFSET_ILLEGAL
+    sub = srv.requests[0].ext_fields
+    assert (sub["sysFlag"], sub["subscription"], sub["expressionType"], sub["commitOffset"]) == (
+        "4",
+        "*",
+        "TAG",
+        "0",
+    )
+    client.close()
+
+
+def test_filtered_pulls_skip_ahead_without_gaps_or_repeats(servers) -> None:
+    srv = servers(CappedBroker(500, cap=10))
+    client = RemotingClient(ClientConfig(name_server="127.0.0.1:1"))
+    q = RouteEntry(MessageQueue("t", "broker-a", 0), srv.address)
+    got: list[int] = []
+    offset = 0
+    while offset < 500:
+        res = client.pull(q, offset, 200, group="g", filter=FilterSpec("tag", "TagB"))
+        assert res.next_offset > offset
+        got += res.table.column("queue_offset").to_pylist()
+        assert set(res.table.column("tag").to_pylist()) <= {"TagB"}
+        offset = res.next_offset
+    assert got == [o for o in range(500) if o % 3 == 1]
+    client.close()
+
+
+def test_stored_messages_convert_to_the_readers_schema() -> None:
+    body = stored(np.arange(5, 10), tags=["TagA", None, "TagA", "TagAB", "TagA"])
+    table = stored_to_table([memoryview(body)], FilterSpec("tag", "TagA"))
+    assert table.column("queue_offset").to_pylist() == [5, 7, 9]  # TagAB is not TagA (hash re-check)
+    row = table.slice(0, 1).to_pylist()[0]
+    assert row["message_id"] == f"{5:032X}" and row["keys"] == ["k5", "x"] and row["tag"] == "TagA"
+    assert row["born_host"] == "10.0.0.7" and row["reconsume_times"] == 0 and row["message_type"] == 1
+    batches = to_record_batches(table, "t", "broker-a", 0)
+    assert batches[0].schema == ARROW_SCHEMA
+    # the 5.x proxy's producers: their born host travels in __BORNHOST
+    props = encode_properties(
+        {"UNIQ_KEY": "ID1", "__BORNHOST": "192.168.1.9", "__SHARDINGKEY": "g1", "a": "b"}
+    )
+    one = encode_stored(topic="t", queue_id=0, queue_offset=[0], commitlog_offset=[0], body=[b"x"],
+                        properties=[props], born_host="10.0.0.7:5555")  # fmt: skip
+    row = stored_to_table([one]).to_pylist()[0]
+    assert (row["born_host"], row["message_group"], row["message_type"], row["properties"]) == (
+        "192.168.1.9",
+        "g1",
+        2,
+        [("a", "b")],
+    )
+
+
+def test_tls_with_the_cas_certificate_and_a_clear_error_without_tls(servers, certificate) -> None:  # noqa: F811
+    cert_pem, key_pem, cert_file = certificate
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    key_file = cert_file.with_name("key.pem")
+    key_file.write_bytes(key_pem)
+    ctx.load_cert_chain(cert_file, key_file)
+    srv = servers(lambda cmd: cmd.response(0, ext_fields={"offset": "3"}), tls=ctx)
+    q = RouteEntry(MessageQueue("t", "broker-a", 0), srv.address)
+    client = RemotingClient(ClientConfig(name_server="127.0.0.1:1", tls=True, tls_ca_pem=cert_pem))
+    assert client.max_offset(q, timeout_ms=5000) == 3
+    untrusted = RemotingClient(ClientConfig(name_server="127.0.0.1:1", tls=True))
+    with pytest.raises(ConnectorError, match=r"TLS handshake failed.*tlsCaFile"):
+        untrusted.max_offset(q, timeout_ms=3000)
+    plain = RemotingClient(ClientConfig(name_server="127.0.0.1:1"))
+    with pytest.raises(RetriesExhaustedError, match="set option 'tls' to 'true'"):
+        plain.max_offset(q, timeout_ms=1500)
+    for c in (client, untrusted, plain):
+        c.close()
+
+
+def test_one_pull_gathers_a_bounded_number_of_bytes(servers, monkeypatch) -> None:
+    import connector.clients.remoting as remoting
+
+    monkeypatch.setattr(remoting, "PULL_MAX_BYTES", 64 * 1024)  # ~260 records of ~250 bytes
+    srv = servers(CappedBroker(5000))
+    client = RemotingClient(ClientConfig(name_server="127.0.0.1:1"))
+    q = RouteEntry(MessageQueue("t", "broker-a", 0), srv.address)
+    res = client.pull(q, 0, 5000, group="g")
+    n = res.table.num_rows
+    assert 200 < n < 5000 and res.next_offset == n
+    assert res.table.column("queue_offset").to_pylist() == list(range(n))
+    client.close()
+
+
+def test_acl_on_the_emulators_remoting_front_end() -> None:
+    """Signed requests within the account's permissions pass; wrong credentials are UNAUTHORIZED and a
+    missing permission FORBIDDEN (AccessDeniedError naming the endpoint and the reason); a send refused
+    fails fast."""
+    from broker_emulator import Emulator
+    from connector.errors import ErrorKind, SendFailedError
+    from connector.options import parse_writer_options
+    from connector.producer import Producer
+    from connector.sink_rows import RowChecker
+
+    acl = {
+        "accounts": [
+            {"accessKey": "app", "secretKey": "app-secret", "topics": {"orders": "PUB_SUB"}, "groups": {"readers": "SUB"}},
+            {"accessKey": "reader", "secretKey": "reader-secret", "topics": {"orders": "SUB"}, "groups": {"*": "SUB"}},
+        ]
+    }  # fmt: skip
+    with Emulator(brokers=1, queues=2, acl=acl) as emu:
+        emu.create_topic("orders", 2)
+
+        def client(ak: str, sk: str) -> RemotingClient:
+            return RemotingClient(ClientConfig(name_server=emu.name_server, access_key=ak, secret_key=sk))
+
+        app = client("app", "app-secret")
+        options = parse_writer_options(
+            {"nameServer": emu.name_server, "topic": "orders", "accessKey": "app", "secretKey": "app-secret"}
+        )
+        producer = Producer(options, client=app)
+        for rows in RowChecker({"body": "body"}, "orders", 1 << 20).check(
+            pa.record_batch([pa.array([b"a", b"b", b"c"])], names=["body"]), 0
+        ):
+            producer.send(rows)
+        assert producer.flush().messages == 3
+        q = app.route("orders")[0]
+        total = sum(app.pull(e, 0, 10, group="readers").table.num_rows for e in app.route("orders"))
+        assert total == 3
+        app.commit("readers", q, 1)
+        assert app.get_committed("readers", q) == 1
+        with pytest.raises(AccessDeniedError) as e:
+            app.pull(q, 0, 10, group="others")
+        assert e.value.kind == ErrorKind.FORBIDDEN and "group 'others'" in str(e.value)
+        wrong = client("app", "nope")
+        with pytest.raises(AccessDeniedError) as e:
+            wrong.max_offset(q)
+        assert e.value.kind == ErrorKind.UNAUTHORIZED and q.endpoint in str(e.value)
+        reader = client("reader", "reader-secret")
+        options = parse_writer_options(
+            {
+                "nameServer": emu.name_server,
+                "topic": "orders",
+                "accessKey": "reader",
+                "secretKey": "reader-secret",
+            }
+        )
+        producer = Producer(options, client=reader)
+        started = time.monotonic()
+        with pytest.raises(SendFailedError, match=r"was rejected: NO_PERMISSION \(16\).*lacks PUB"):
+            for rows in RowChecker({"body": "body"}, "orders", 1 << 20).check(
+                pa.record_batch([pa.array([b"x"])], names=["body"]), 0
+            ):
+                producer.send(rows)
+            producer.flush()
+        assert time.monotonic() - started < 2
+        for c in (app, wrong, reader):
+            c.close()

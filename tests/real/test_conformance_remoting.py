@@ -1,0 +1,106 @@
+"""Differential conformance over remoting: every scenario of conformance_remoting.py against the emulator's
+remoting front end and against real RocketMQ 5.x and 4.9.x brokers; what the client observes must be equal,
+except the deviations listed in conformance_remoting.DEVIATIONS (and docs/deviations.md, "Remoting"),
+which must still be exactly as listed."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from broker_emulator import Emulator
+from tests.real import conformance_remoting as cr
+from tests.real import realcluster as rc
+
+pytestmark = [pytest.mark.realbroker, pytest.mark.timeout(600)]
+
+VERSIONS = {"5": rc.ROCKETMQ5_VERSION, "4": rc.ROCKETMQ4_VERSION}
+DOC = Path(__file__).resolve().parents[2] / "docs" / "deviations.md"
+# The real clusters' broker.conf (realcluster.Cluster.broker_properties).
+DELAY_LEVELS = "1s 1s 2s 2s 3s 3s 4s 4s 5s 5s 6s 6s 7s 7s 8s 8s 9s 9s"
+
+
+@pytest.fixture(scope="session")
+def emulator_remoting_target() -> Iterator[cr.RemotingTarget]:
+    emu = Emulator(
+        brokers=1, queues=8, auto_create_topics=True, delay_levels=DELAY_LEVELS, transaction_check_ms=3000
+    )
+    emu.start(timeout=30)
+    try:
+        yield cr.RemotingTarget(
+            "emulator",
+            emu.name_server,
+            create_topic=lambda name, queues: emu.create_topic(name, queues),
+            create_group=lambda group, retries: emu.update_group(group, max_retries=retries),
+        )
+    finally:
+        emu.stop(timeout=30)
+
+
+def _real_target(cluster: rc.Cluster) -> cr.RemotingTarget:
+    return cr.RemotingTarget(
+        f"rocketmq-{cluster.dist.version}",
+        cluster.namesrv,
+        create_topic=lambda name, queues: cluster.update_topic(name, queues),
+        create_group=lambda group, retries: cluster.update_group(group, retries),
+    )
+
+
+def observe(target: cr.RemotingTarget, sc: cr.Scenario) -> dict:
+    session = cr.Session(target)
+    try:
+        return sc.run(session)
+    finally:
+        session.close()
+
+
+CASES = [(v, sc) for v in VERSIONS for sc in cr.SCENARIOS]
+
+
+@pytest.mark.parametrize(("version", "sc"), CASES, ids=[f"remoting-{v}-{sc.id}" for v, sc in CASES])
+def test_scenario(version: str, sc: cr.Scenario, emulator_remoting_target, request: pytest.FixtureRequest):
+    real = _real_target(request.getfixturevalue(f"rocketmq{version}"))
+    with ThreadPoolExecutor(2) as pool:
+        emu_f = pool.submit(observe, emulator_remoting_target, sc)
+        real_f = pool.submit(observe, real, sc)
+        emu_obs, real_obs = emu_f.result(), real_f.result()
+    diff = cr.differences(emu_obs, real_obs)
+    listed = {k: (e, r) for k, (e, r, _why) in cr.DEVIATIONS[version].get(sc.id, {}).items()}
+    e_flat, r_flat = cr.flatten(emu_obs), cr.flatten(real_obs)
+    for key in sorted(set(e_flat) | set(r_flat)):
+        mark = "same" if key not in diff else ("DEVIATION (listed)" if key in listed else "DIFFERENT")
+        rc.TABLE.append(
+            f"remoting {real.name} | {sc.id} | {key} | {cr.compact(e_flat.get(key))} | "
+            f"{cr.compact(r_flat.get(key))} | {mark}"
+        )
+    rc.evidence(
+        f"conformance remoting vs {real.name} {sc.id}: "
+        + ("same" if not diff else f"{len(diff)} difference(s): {sorted(diff)}")
+    )
+    assert diff == listed, (
+        f"{sc.id}: emulator and {real.name} differ beyond docs/deviations.md\n"
+        f"emulator: {emu_obs}\nreal:     {real_obs}\n"
+        f"unlisted: { {k: v for k, v in diff.items() if listed.get(k) != v} }\n"
+        f"listed but gone: { {k: v for k, v in listed.items() if diff.get(k) != v} }"
+    )
+
+
+def test_remoting_deviation_table_in_docs_matches_the_code():
+    """docs/deviations.md's "Remoting" rows are exactly conformance_remoting.DEVIATIONS."""
+    rows = set()
+    for line in DOC.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        m = re.fullmatch(r"remoting (\d)\.x", cells[0]) if cells else None
+        if m and len(cells) >= 6:
+            rows.add((m.group(1), *(re.sub(r"^`(.*)`$", r"\1", c) for c in cells[1:5])))
+    expected = {
+        (v, sc, key, cr.compact(e), cr.compact(r))
+        for v, table in cr.DEVIATIONS.items()
+        for sc, entries in table.items()
+        for key, (e, r, _why) in entries.items()
+    }
+    assert rows == expected
