@@ -181,7 +181,9 @@ def run(
     rows: list[Row] = []
     n, size = args.messages, args.size
     names = [WRITE_TOPIC, OFFICIAL_TOPIC, LATENCY_TOPIC, MEMORY_TOPIC, COLD_TOPIC]
-    names += [f"{p}{w}" for p in EMULATOR_PREFIXES for w in [*ANCHOR_WRITES[: args.repeat], "latency"]]
+    names += [
+        f"{p}{w}" for p in EMULATOR_PREFIXES for w in [*ANCHOR_WRITES[: args.repeat], "latency", "warmup"]
+    ]
     topics = [f"{t}:4" for t in names] + [f"{POLL_TOPIC}:1"]
     proc, endpoints = start_emulator(4, args.data_dir, brokers=2, topics=topics)
     real = stacks.RealSystems(Path(tempfile.mkdtemp(prefix="bench-real-")))

@@ -6,8 +6,8 @@ suite asserts on Kafka).
   (`tests.real.jvm.maven_fetch`), `fetch_spark_connector()` resolves `spark-sql-kafka-0-10_2.13` and returns
   the jars Spark lacks (the connector, its token provider, kafka-clients, commons-pool2), for `spark.jars`.
 - `KafkaBroker(lib, work_dir).start()` formats a KRaft log directory (`kafka.tools.StorageTool format`) and
-  runs `kafka.Kafka` on two free loopback ports (clients, controller); topics are created on first use with
-  `num.partitions` partitions (8). `stop()` ends the JVM by pid.
+  runs `kafka.Kafka` on two free loopback ports (clients, controller); topics are created by the caller
+  (Kafka's AdminClient; `num.partitions` is 8). `stop()` ends the JVM by pid.
 
 The connector matching the pinned pyspark is preferred; when Maven Central does not serve it (pyspark 4.3.0
 has no `spark-sql-kafka-0-10_2.13:4.3.0` there), the newest served release of the same major version is
@@ -130,7 +130,7 @@ class KafkaBroker:
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
             "log.dirs": str(self.work_dir / "data"),
             "num.partitions": str(PARTITIONS),
-            "auto.create.topics.enable": "true",
+            "auto.create.topics.enable": "false",  # topics are created with the AdminClient
             "offsets.topic.replication.factor": "1",
             "offsets.topic.num.partitions": "1",
             "transaction.state.log.replication.factor": "1",
