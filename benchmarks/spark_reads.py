@@ -162,11 +162,21 @@ def probe_latency(
             time.sleep(interval_s)
         if not done.wait(60):
             raise RuntimeError(f"only {len(seen)} of {samples} latency samples arrived within 60 s")
+        progress = [p for p in q.recentProgress if p["numInputRows"]]
     finally:
         q.stop()
         shutil.rmtree(checkpoint, ignore_errors=True)
+    LAST_BATCH_BREAKDOWN.clear()
+    for key in sorted({k for p in progress for k in p["durationMs"]}):
+        values = sorted(p["durationMs"].get(key, 0) for p in progress)
+        LAST_BATCH_BREAKDOWN[key] = float(values[len(values) // 2])
     ordered = sorted(seen)
     return _percentile(ordered, 50), _percentile(ordered, 99)
+
+
+#: Median `durationMs` of the last `probe_latency` query's non-empty micro-batches, per phase (Spark's
+#: progress: latestOffset, queryPlanning, addBatch, walCommit, commitOffsets, triggerExecution, ...).
+LAST_BATCH_BREAKDOWN: dict[str, float] = {}
 
 
 def _percentile(ordered: list[float], p: float) -> float:
