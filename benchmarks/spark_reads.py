@@ -10,6 +10,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import psutil
@@ -19,9 +20,12 @@ from benchmarks.ceiling import NAME as CEILING_FORMAT
 from benchmarks.ceiling import CeilingSource
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 QUERY_TIMEOUT_S = 600
+
+
+Connection = str | dict[str, str]
 
 
 def connection(target: str | dict[str, str]) -> dict[str, str]:
@@ -92,7 +96,7 @@ def stream_read(
 
 def latency(
     spark: SparkSession,
-    endpoints: str,
+    endpoints: Connection,
     topic: str,
     samples: int,
     interval_s: float,
@@ -100,32 +104,51 @@ def latency(
     warmup: int = 20,
 ) -> tuple[float, float]:
     """Send → visible in a `foreachBatch` (trigger processingTime 0 s), p50 and p99 in seconds; `options`
-    are extra reader options.
-
-    A thread sends `warmup` and then `samples` single messages `interval_s` apart, each body its send time;
-    the batch function takes each body's age once its rows are collected on the driver. The warm-up ones
-    (body prefixed `w`) let the query's Python workers start and are not counted."""
+    are extra reader options. Each message is sent alone by the connector's Producer and acknowledged
+    before the next (`probe_latency` does the rest)."""
     from connector.options import parse_writer_options
     from connector.producer import Producer
     from connector.sink_rows import RowChecker
 
+    opts = {**_reader_options(endpoints, topic), "startingOffsets": "latest", **(options or {})}
+    wopts = parse_writer_options({**connection(endpoints), "topic": topic})
+    producer, checker = Producer(wopts), RowChecker({"body": "body"}, topic, wopts.max_message_size)
+
+    def send(body: bytes) -> None:
+        for rows in checker.check(pa.record_batch([pa.array([body], pa.binary())], names=["body"]), 0):
+            producer.send(rows)
+        producer.flush()
+
+    stream = spark.readStream.format("rocketmq").options(**opts).load().select("body")
+    return probe_latency(stream, send, samples, interval_s, warmup)
+
+
+def probe_latency(
+    stream: DataFrame,
+    send: Callable[[bytes], None],
+    samples: int,
+    interval_s: float,
+    warmup: int = 20,
+) -> tuple[float, float]:
+    """p50 and p99 in seconds of send → visible in a `foreachBatch` of `stream` (one binary column holding
+    the bodies) with trigger processingTime 0 s.
+
+    Sends `warmup` and then `samples` single messages `interval_s` apart through `send`, each body its send
+    time; the batch function takes each body's age once its rows are collected on the driver. The warm-up
+    ones (body prefixed `w`) let the query's Python workers start and are not counted."""
     seen: list[float] = []
     done = threading.Event()
 
     def on_batch(df, _batch_id: int) -> None:  # type: ignore[no-untyped-def]
-        rows = df.select("body").collect()
+        rows = df.collect()
         now = time.time()
-        seen.extend(now - float(r.body) for r in rows if not r.body.startswith(b"w"))
+        seen.extend(now - float(r[0]) for r in rows if not bytes(r[0]).startswith(b"w"))
         if len(seen) >= samples:
             done.set()
 
     checkpoint = tempfile.mkdtemp(prefix="bench-latency-")
-    opts = {**_reader_options(endpoints, topic), "startingOffsets": "latest", **(options or {})}
     q = (
-        spark.readStream.format("rocketmq")
-        .options(**opts)
-        .load()
-        .writeStream.foreachBatch(on_batch)
+        stream.writeStream.foreachBatch(on_batch)
         .trigger(processingTime="0 seconds")
         .option("checkpointLocation", checkpoint)
         .start()
@@ -134,21 +157,26 @@ def latency(
         deadline = time.monotonic() + 120
         while not q.recentProgress and time.monotonic() < deadline:  # the first (empty) batch ran
             time.sleep(0.05)
-        wopts = parse_writer_options({"endpoints": endpoints, "topic": topic})
-        producer, checker = Producer(wopts), RowChecker({"body": "body"}, topic, wopts.max_message_size)
         for i in range(warmup + samples):
-            body = pa.array([("w" if i < warmup else "").encode() + repr(time.time()).encode()], pa.binary())
-            for rows in checker.check(pa.record_batch([body], names=["body"]), i):
-                producer.send(rows)
-            producer.flush()
+            send(("w" if i < warmup else "").encode() + repr(time.time()).encode())
             time.sleep(interval_s)
         if not done.wait(60):
             raise RuntimeError(f"only {len(seen)} of {samples} latency samples arrived within 60 s")
+        progress = [p for p in q.recentProgress if p["numInputRows"]]
     finally:
         q.stop()
         shutil.rmtree(checkpoint, ignore_errors=True)
+    LAST_BATCH_BREAKDOWN.clear()
+    for key in sorted({k for p in progress for k in p["durationMs"]}):
+        values = sorted(p["durationMs"].get(key, 0) for p in progress)
+        LAST_BATCH_BREAKDOWN[key] = float(values[len(values) // 2])
     ordered = sorted(seen)
     return _percentile(ordered, 50), _percentile(ordered, 99)
+
+
+#: Median `durationMs` of the last `probe_latency` query's non-empty micro-batches, per phase (Spark's
+#: progress: latestOffset, queryPlanning, addBatch, walCommit, commitOffsets, triggerExecution, ...).
+LAST_BATCH_BREAKDOWN: dict[str, float] = {}
 
 
 def _percentile(ordered: list[float], p: float) -> float:

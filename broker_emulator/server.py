@@ -13,6 +13,7 @@ from rocketmq_protocol.extension import pb_grpc
 from .core.cluster import Cluster, ClusterConfig
 from .core.long_polling import LongPollingService
 from .extension.service import ExtensionService
+from .grpc_v2.messages import warm_up
 from .grpc_v2.messaging import MessagingService
 from .grpc_v2.transactions import ask_producer
 from .remoting.broker import RemotingBroker
@@ -63,6 +64,7 @@ class EmulatorServer:
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
+        warm_up()  # a client's first send does not pay the send path's first-call costs
         self.cluster.recover()
         for b in self.cluster.brokers:
             await self._start_broker(b, loop)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Any
 
 import numpy as np
@@ -37,7 +37,13 @@ from .sink_schema import BODY, DELIVERY_TIMESTAMP, KEYS, MESSAGE_GROUP, PROPERTI
 
 __all__ = ["CheckedRows", "RowChecker", "as_binary", "list_values"]
 
-_RESERVED = pa.array(sorted(RESERVED_PROPERTY_KEYS), pa.string())
+
+@cache
+def _reserved() -> pa.Array:
+    """RESERVED_PROPERTY_KEYS as an Arrow array, built on first use: converting a Python value is what
+    makes pyarrow import pandas (a quarter second and more), which a writer without properties never
+    needs."""
+    return pa.array(sorted(RESERVED_PROPERTY_KEYS), pa.string())
 
 
 @dataclass(eq=False)
@@ -81,6 +87,14 @@ def as_binary(arr: pa.Array) -> pa.Array:
     if pa.types.is_large_string(t) or pa.types.is_large_binary(t):
         return arr.cast(pa.large_binary())
     return arr.cast(pa.binary())
+
+
+def _lengths(col: pa.Array) -> np.ndarray:
+    """The byte length of each value of a (large_)binary array without nulls, read from its offsets (no
+    conversion through Python values, which would make pyarrow import pandas)."""
+    wide = pa.types.is_large_binary(col.type)
+    off = np.frombuffer(col.buffers()[1], np.int64 if wide else np.int32, len(col) + 1, col.offset)
+    return np.diff(off).astype(np.int64)
 
 
 def _first(mask: pa.Array | pa.ChunkedArray) -> int:
@@ -187,7 +201,7 @@ class RowChecker:
                 int(rows[_first(pc.is_null(col))]), "body is null (column 'body' is required, non-null)"
             )
         col = as_binary(col)
-        sizes = pc.binary_length(col).to_numpy(zero_copy_only=False)
+        sizes = _lengths(col)
         if sizes.size and sizes.min() == 0:
             raise self._fail(
                 int(rows[int(np.argmax(sizes == 0))]), "body is empty (RocketMQ rejects empty bodies)"
@@ -260,7 +274,7 @@ class RowChecker:
             k = _first(pc.is_null(items))
             raise self._fail(int(rows[_row_of(k, off)]), f"property {keys[k].as_py()!r} has a null value")
         bad_key = pc.or_(
-            pc.or_(pc.equal(keys, ""), pc.is_in(keys, value_set=_RESERVED)),
+            pc.or_(pc.equal(keys, ""), pc.is_in(keys, value_set=_reserved())),
             pc.match_substring_regex(keys, CONTROL_CHARACTERS),
         )
         k = _first(bad_key)

@@ -23,17 +23,25 @@ def spark_conf_pairs(path: str = SPARK_DEFAULTS) -> list[tuple[str, str]]:
     return pairs
 
 
-def spark_session(app_name: str, master: str | None = None, remote: str | None = None) -> SparkSession:
+def spark_session(
+    app_name: str,
+    master: str | None = None,
+    remote: str | None = None,
+    extra: dict[str, str] | None = None,
+) -> SparkSession:
     """A SparkSession with every setting of spark-defaults.conf.
 
     `master` overrides spark.master (e.g. "local-cluster[2,1,1024]"); `remote` starts a Spark Connect
-    session instead (e.g. "local[2]"), which takes the master from its own URL."""
+    session instead (e.g. "local[2]"), which takes the master from its own URL; `extra` adds settings
+    (e.g. `spark.jars`)."""
     builder = SparkSession.builder.appName(app_name)
     if remote is not None:
         builder = builder.remote(remote)
     for key, value in spark_conf_pairs():
         if key == "spark.master" and (remote is not None or master is not None):
             continue
+        builder = builder.config(key, value)
+    for key, value in (extra or {}).items():
         builder = builder.config(key, value)
     if master is not None:
         builder = builder.master(master)

@@ -51,10 +51,16 @@ def _queue_ids(cols: SendColumns, topic: str, queues: int, explicit: bool) -> li
     n = cols.n
     named = cols.queue_id
     given = (named or [0] * n) if explicit else named or []
-    for i, q in enumerate(given):
-        if not 0 <= q < queues and (explicit or q):
+    if given:
+        ids = np.asarray(given, np.int64)
+        bad = (ids < 0) | (ids >= queues)
+        if not explicit:
+            bad &= ids != 0
+        if bad.any():
+            i = int(np.argmax(bad))
             raise BrokerError(
-                ErrorKind.QUEUE_NOT_FOUND, f"message #{i}: queue_id {q} is outside 0..{queues - 1} of {topic}"
+                ErrorKind.QUEUE_NOT_FOUND,
+                f"message #{i}: queue_id {given[i]} is outside 0..{queues - 1} of {topic}",
             )
     qids = given if explicit else [q or -1 for q in named] if named is not None else [-1] * n
     groups = cols.message_group

@@ -57,6 +57,17 @@ CLIENT_TYPES = {
 }
 
 
+class ReceivedSend:
+    """A SendMessageRequest as received: parsed, and the bytes it was parsed from (`send_columns` reads its
+    columns from them instead of re-serializing the request)."""
+
+    __slots__ = ("raw", "request")
+
+    def __init__(self, raw: bytes) -> None:
+        self.raw = raw
+        self.request = s.SendMessageRequest.FromString(raw)
+
+
 def _dur(seconds: float) -> duration_pb2.Duration:
     return duration_pb2.Duration(seconds=int(seconds), nanos=int((seconds - int(seconds)) * 1e9))
 
@@ -263,12 +274,16 @@ class MessagingService(ConsumptionRpcs, service_pb2_grpc.MessagingServiceService
         return s.SendMessageResponse.FromString(await self.send_message_bytes(request, context))
 
     async def send_message_bytes(self, request, context) -> bytes:
-        """SendMessage answering with the serialized SendMessageResponse (see `add_to_server`)."""
+        """SendMessage answering with the serialized SendMessageResponse (see `add_to_server`); `request` is a
+        SendMessageRequest or a `ReceivedSend` (the request and the bytes it was parsed from)."""
+        raw = None
+        if isinstance(request, ReceivedSend):
+            raw, request = request.raw, request.request
         refused = await refusal(self, "SendMessage", request, context)
         if refused is not None:
             return s.SendMessageResponse(status=refused).SerializeToString()
         try:
-            result = await self._send(request, context)
+            result = await self._send(request, context, raw)
         except BrokerError as e:
             return s.SendMessageResponse(status=status(code_of(e), e.message)).SerializeToString()
         if result.transaction_ids is None:
@@ -282,16 +297,14 @@ class MessagingService(ConsumptionRpcs, service_pb2_grpc.MessagingServiceService
         """Registers this service like `service_pb2_grpc.add_MessagingServiceServicer_to_server`, except that
         SendMessage hands `send_message_bytes`' result to gRPC as is (no parse and re-serialization of the
         response). Its handler is registered first, so it shadows the generated one."""
-        send = grpc.unary_unary_rpc_method_handler(
-            self.send_message_bytes, request_deserializer=s.SendMessageRequest.FromString
-        )
+        send = grpc.unary_unary_rpc_method_handler(self.send_message_bytes, request_deserializer=ReceivedSend)
         service = s.DESCRIPTOR.services_by_name["MessagingService"].full_name
         server.add_generic_rpc_handlers(
             (grpc.method_handlers_generic_handler(service, {"SendMessage": send}),)
         )
         service_pb2_grpc.add_MessagingServiceServicer_to_server(self, server)
 
-    async def _send(self, request, context) -> SendResult:
+    async def _send(self, request, context, raw: bytes | None = None) -> SendResult:
         """The request's messages, read column by column, stored by the broker core; BrokerError otherwise."""
         msgs = request.messages
         if not msgs:
@@ -300,7 +313,7 @@ class MessagingService(ConsumptionRpcs, service_pb2_grpc.MessagingServiceService
         err = topic_error(first.name)
         if err:
             raise BrokerError(ErrorKind.ILLEGAL_TOPIC, err)
-        cols = send_columns(request)
+        cols = send_columns(request, raw)
         if not cols.topics_match:
             for i, m in enumerate(msgs):
                 if m.topic.name != first.name or m.topic.resource_namespace != first.resource_namespace:

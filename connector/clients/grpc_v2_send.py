@@ -25,9 +25,11 @@ import itertools
 import os
 import socket
 from collections.abc import Sequence
+from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..queues import MessageQueue
 from ..sink_rows import CheckedRows, as_binary, list_values
@@ -38,6 +40,7 @@ __all__ = [
     "QUEUE_ID_KEY",
     "GrpcEncodedRows",
     "GrpcSendEncoder",
+    "PlainEncodedRows",
     "encode_request",
     "field_bytes",
     "message_headers",
@@ -176,6 +179,13 @@ def encode_request(
 _IDENTITY, _NORMAL, _FIFO, _DELAY = 1, 1, 2, 3
 _TYPE_FIELD = {t: b"\x30" + varint(t) for t in (_NORMAL, _FIFO, _DELAY)}
 _BODY_KEYS = tuple(b"\x22" + varint(i) for i in range(_TABLE_SIZE))  # Message.body: field 4
+_FIXED = b"\x28" + varint(_IDENTITY)  # SystemProperties.body_encoding
+
+
+def _born_field(born_ms: int) -> bytes:
+    """SystemProperties.born_timestamp as a complete field."""
+    ts = timestamp_bytes(born_ms)
+    return b"\x3a" + varint(len(ts)) + ts
 
 
 def _fields(key: bytes, values: Sequence[bytes | None]) -> list[bytes]:
@@ -272,6 +282,7 @@ class GrpcSendEncoder(SendEncoder):
         self._seq = 0
         self._topic_fields: dict[str, bytes] = {}
         self._host = field_bytes(b"\x42", self.born_host.encode())
+        self._id_key = b"\x1a\x20" + self._id_prefix  # SystemProperties.message_id: 32 characters
 
     def _topic_field(self, topic: str) -> bytes:
         f = self._topic_fields.get(topic)
@@ -279,7 +290,21 @@ class GrpcSendEncoder(SendEncoder):
             f = self._topic_fields[topic] = resource_bytes(topic, self.namespace)
         return f
 
-    def encode(self, rows: CheckedRows) -> GrpcEncodedRows:
+    def _ids(self, n: int) -> bytes:
+        """The next `n` message-id counters as 16 upper-case hex digits each, concatenated."""
+        hex_ids = np.arange(self._seq, self._seq + n, dtype=">u8").tobytes().hex().upper().encode()
+        self._seq += n
+        return hex_ids
+
+    def encode(self, rows: CheckedRows) -> EncodedRows:
+        hex_ids = self._ids(len(rows))
+        if _plain(rows):
+            return PlainEncodedRows(self, rows, hex_ids)
+        return self.fragments(rows, hex_ids)
+
+    def fragments(self, rows: CheckedRows, hex_ids: bytes) -> GrpcEncodedRows:
+        """The rows as the per-message fragments `encode_request` joins (any columns), with the message-id
+        counters `hex_ids` (16 hex digits per message)."""
         n = len(rows)
         bodies = rows.bodies.to_pylist()
         body_sizes = rows.body_sizes
@@ -300,12 +325,10 @@ class GrpcSendEncoder(SendEncoder):
                 for v in rows.delivery_us.to_pylist()
             ]
 
-        hex_ids = np.arange(self._seq, self._seq + n, dtype=">u8").tobytes().hex().upper().encode()
         ids = [hex_ids[i : i + 16] for i in range(0, 16 * n, 16)]
-        self._seq += n
-        id_key = b"\x1a\x20" + self._id_prefix
-        born = b"\x3a" + varint(len(ts := timestamp_bytes(rows.born_ms))) + ts
-        fixed = b"\x28" + varint(_IDENTITY)
+        id_key = self._id_key
+        born = _born_field(rows.born_ms)
+        fixed = _FIXED
         if groups is None and delivery_f is None:
             types: list[bytes] | bytes = _TYPE_FIELD[_NORMAL]
         else:
@@ -350,3 +373,142 @@ def _properties(col: pa.Array) -> list[bytes]:
         )
     ]
     return [b"".join(entries[a:b]) if b > a else b"" for a, b in itertools.pairwise(off.tolist())]
+
+
+# ------------------------------------------------------------------------------------------ plain messages
+def _plain(rows: CheckedRows) -> bool:
+    """Whether every message is body-only (no tag, keys, properties, message group or delivery time): then
+    its encoding differs from the others' only in its id, its body and the body's length."""
+    return (
+        rows.tags is None
+        and rows.keys is None
+        and rows.properties is None
+        and rows.groups is None
+        and rows.delivery_us is None
+    )
+
+
+_VARINT_LIMITS = np.array([1 << (7 * k) for k in range(1, 10)], np.uint64)
+
+
+def _varint_sizes(values: np.ndarray) -> np.ndarray:
+    """Bytes of each non-negative value's varint."""
+    return np.searchsorted(_VARINT_LIMITS, values.astype(np.uint64), side="right").astype(np.int64) + 1
+
+
+def _varint_array(values: np.ndarray, prefix: int | None = None) -> pa.Array:
+    """A binary array holding each non-negative value's varint (after the byte `prefix`, when given)."""
+    n = len(values)
+    vsizes = _varint_sizes(values)
+    lead = 0 if prefix is None else 1
+    if n and vsizes[0] == vsizes[-1] and (vsizes == vsizes[0]).all():  # one width: rows of a 2-D array
+        k = int(vsizes[0])
+        rows = np.empty((n, lead + k), np.uint8)
+        if prefix is not None:
+            rows[:, 0] = prefix
+        v = values.astype(np.uint64)
+        for j in range(k):
+            low7 = (v >> np.uint64(7 * j)) & np.uint64(0x7F)
+            rows[:, lead + j] = low7 | np.uint64(0x80) if j < k - 1 else low7
+        offsets = np.arange(0, (lead + k) * (n + 1), lead + k, dtype=np.int32)
+        return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(rows)])
+    offsets = np.zeros(n + 1, np.int32)
+    np.cumsum(vsizes + lead, out=offsets[1:])
+    data = np.empty(int(offsets[-1]), np.uint8)
+    pos = offsets[:-1].astype(np.int64)
+    if prefix is not None:
+        data[pos] = prefix
+        pos = pos + 1
+    v = values.astype(np.uint64)
+    for k in range(int(vsizes.max()) if n else 0):
+        sel = vsizes > k
+        low7 = (v[sel] >> np.uint64(7 * k)) & np.uint64(0x7F)
+        data[pos[sel] + k] = (low7 | ((vsizes[sel] > k + 1).astype(np.uint64) << np.uint64(7))).astype(
+            np.uint8
+        )
+    return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def _binary_scalar(value: bytes) -> pa.Scalar:
+    """A binary scalar made from buffers: `pa.scalar(bytes)` would make pyarrow import pandas (a quarter
+    second and more in a fresh Spark worker, which does not otherwise import it)."""
+    offsets = np.array([0, len(value)], np.int32)
+    return pa.Array.from_buffers(pa.binary(), 1, [None, pa.py_buffer(offsets), pa.py_buffer(value)])[0]
+
+
+class PlainEncodedRows(EncodedRows):
+    """Body-only messages (`_plain`) encoded with whole-array operations: every message's bytes, queue id 0,
+    in one buffer (Arrow joins the per-message pieces), so a request is a slice of it with its messages'
+    queue-id bytes set. The bytes are exactly those `GrpcEncodedRows` joins (`fragments`, built on demand
+    from the same message ids, gives that view and serves queue ids above 127)."""
+
+    def __init__(self, encoder: GrpcSendEncoder, checked: CheckedRows, hex_ids: bytes) -> None:
+        n = len(checked)
+        self._encoder, self._hex_ids = encoder, hex_ids
+        self.topic_field = topic_field = encoder._topic_field(checked.topic)
+        bodies = checked.bodies
+        if not pa.types.is_binary(bodies.type):
+            bodies = bodies.cast(pa.binary())
+        body_sizes = checked.body_sizes
+        # SystemProperties: message_id key and prefix, id, body_encoding, type, born, host, queue_id.
+        after_id = _FIXED + _TYPE_FIELD[_NORMAL] + _born_field(checked.born_ms) + encoder._host
+        sp_size = len(encoder._id_key) + 16 + len(after_id) + QUEUE_FIELD_SIZE
+        head = topic_field + _SYSTEM_PROPERTIES_KEY + varint(sp_size) + encoder._id_key
+        totals = (
+            len(head) + 16 + len(after_id) + QUEUE_FIELD_SIZE + 1 + _varint_sizes(body_sizes) + body_sizes
+        )
+        headers = _varint_array(totals, prefix=_MESSAGE_KEY[0])
+        ids = pa.Array.from_buffers(
+            pa.binary(),
+            n,
+            [None, pa.py_buffer(np.arange(0, 16 * n + 1, 16, dtype=np.int32)), pa.py_buffer(hex_ids)],
+        )
+        joined = pc.binary_join_element_wise(
+            headers,
+            _binary_scalar(head),
+            ids,
+            _binary_scalar(after_id + QUEUE_ID_KEY + b"\x00"),
+            _varint_array(body_sizes, prefix=0x22),
+            bodies,
+            _binary_scalar(b""),
+        )
+        self._data = np.frombuffer(joined.buffers()[2], np.uint8)
+        offsets = np.frombuffer(joined.buffers()[1], np.int32, n + 1, joined.offset).astype(np.int64)
+        self._starts = offsets
+        header_sizes = np.diff(np.frombuffer(headers.buffers()[1], np.int32, n + 1)).astype(np.int64)
+        # Position of each message's queue-id value byte.
+        self._queue_pos = offsets[:-1] + header_sizes + len(head) + 16 + len(after_id) + 1
+        super().__init__(checked, np.diff(offsets))
+
+    def payload(self, idx: slice | list[int], queue: MessageQueue) -> bytes:
+        qid = queue.queue_id
+        if not 0 <= qid < 0x80:
+            return self.fragments.payload(idx, queue)
+        data, starts = self._data, self._starts
+        if isinstance(idx, slice):
+            a, b, _ = idx.indices(len(self))
+            part = data[starts[a] : starts[b]]
+            if qid == 0:
+                return part.tobytes()
+            part = part.copy()
+            part[self._queue_pos[a:b] - starts[a]] = qid
+            return part.tobytes()
+        out = b"".join(data[starts[i] : starts[i + 1]].tobytes() for i in idx)
+        if qid == 0:
+            return out
+        buf = np.frombuffer(out, np.uint8).copy()
+        sizes = (starts[1:] - starts[:-1])[idx]
+        at = np.zeros(len(idx), np.int64)
+        np.cumsum(sizes[:-1], out=at[1:])
+        buf[at + (self._queue_pos[idx] - starts[idx])] = qid
+        return buf.tobytes()
+
+    @cached_property
+    def fragments(self) -> GrpcEncodedRows:
+        return self._encoder.fragments(self.checked, self._hex_ids)
+
+    def __getattr__(self, name: str) -> object:
+        # headers, sp_headers, cores, tails, bodies, core_sizes, tail_sizes: the fragments' view
+        if name.startswith("_") or name in ("fragments", "checked", "sizes"):
+            raise AttributeError(name)
+        return getattr(self.fragments, name)

@@ -261,6 +261,42 @@ def test_send_columns_read_every_field_like_per_message_access(seed: int) -> Non
     assert cols.topics_match == all(m.topic == first for m in request.messages)
 
 
+def _duplicated_field(request: s.SendMessageRequest) -> bytes:
+    """The request's bytes with message 0's system_properties written twice (legal protobuf: the parts merge,
+    the last value of a singular field wins) and message 1's queue_id written as an explicit 0."""
+    parts = []
+    for i, m in enumerate(request.messages):
+        data = m.SerializeToString()
+        if i == 0:
+            sp = d.SystemProperties(message_id="dup", queue_id=1)
+            data += d.Message(system_properties=sp).SerializeToString()
+        if i == 1:
+            data += b"\x1a\x02\x68\x00"  # SystemProperties{queue_id: 0}, the default written out
+        parts.append(b"\x0a" + _varint(len(data)) + data)
+    return b"".join(parts)
+
+
+def _varint(v: int) -> bytes:
+    out = bytearray()
+    while v >= 0x80:
+        out.append(v & 0x7F | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_send_columns_from_the_received_bytes_read_like_the_parsed_request(seed: int) -> None:
+    rng = random.Random(seed)
+    request = _request(rng, "mixed", rng.choice([1, 3, 30]), 0.2)
+    for raw in (
+        request.SerializeToString(),
+        *([_duplicated_field(request)] if len(request.messages) > 1 else []),
+    ):
+        parsed = s.SendMessageRequest.FromString(raw)
+        assert send_columns(parsed, raw) == send_columns(parsed)
+
+
 def test_explicit_empty_optionals_are_seen_as_set() -> None:
     msgs = [d.Message(topic=d.Resource(name="t"), body=b"x") for _ in range(3)]
     for m in msgs:

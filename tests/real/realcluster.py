@@ -19,11 +19,9 @@ classes `NamesrvStartup`, `BrokerStartup`, `ProxyStartup`, `MQAdminStartup` of a
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import struct
@@ -35,13 +33,26 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.real.jvm import (
+    JavaProcess,
+    Unavailable,  # noqa: F401  (rc.Unavailable: what the fixtures catch)
+    bindable,
+    cache_root,
+    free_port,
+    java_cmd,
+    maven_fetch,
+    port_open,
+    require_tools,
+    spawn_java,
+    tail,
+)
+
 # The newest releases whose modules Maven Central served together when this was written
 # (5.5.1 had rocketmq-broker but not rocketmq-proxy/namesrv/tools/client; 4.9.8 had no namesrv/broker).
 ROCKETMQ5_VERSION = os.environ.get("ROCKETMQ5_VERSION", "5.5.0")
 ROCKETMQ4_VERSION = os.environ.get("ROCKETMQ4_VERSION", "4.9.7")
 
 GROUP_ID = "org.apache.rocketmq"
-DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.6.1"
 CLUSTER_NAME = "DefaultCluster"
 BROKER_NAME = "broker-a"
 
@@ -83,36 +94,8 @@ def evidence(line: str) -> None:
     print(line, flush=True)
 
 
-class Unavailable(RuntimeError):
-    """Java, javac or Maven is missing, or Maven could not fetch the artifacts."""
-
-
 class StartFailed(RuntimeError):
     """A process of the cluster did not come up; the message ends with the tail of its log."""
-
-
-def cache_root() -> Path:
-    base = os.environ.get("PYSPARK_ROCKETMQ_CACHE")
-    return (Path(base) if base else Path.home() / ".cache" / "pyspark-rocketmq") / "maven"
-
-
-# ----------------------------------------------------------------------------------------------- tools
-def require_tools() -> dict[str, str]:
-    """Paths of java, javac and mvn; raises Unavailable naming what is missing (or too old)."""
-    found = {name: shutil.which(name) for name in ("java", "javac", "mvn")}
-    missing = [n for n, p in found.items() if not p]
-    if missing:
-        raise Unavailable(f"{', '.join(missing)} not found on PATH (real RocketMQ needs Java 17 and Maven)")
-    out = subprocess.run(
-        [found["java"], "-version"], capture_output=True, text=True, timeout=60, check=False
-    ).stderr
-    m = re.search(r'version "(\d+)(?:\.(\d+))?', out)
-    major = int(m.group(1)) if m else 0
-    if major == 1 and m and m.group(2):
-        major = int(m.group(2))
-    if major < 11:
-        raise Unavailable(f"java is version {major or 'unknown'} ({out.strip()[:80]}); Java 17 is needed")
-    return {k: str(v) for k, v in found.items()}
 
 
 # ----------------------------------------------------------------------------------------------- fetch
@@ -156,109 +139,29 @@ def artifacts(version: str) -> list[str]:
     return names
 
 
-def _pom(version: str) -> str:
-    deps = "\n".join(
-        f"    <dependency><groupId>{GROUP_ID}</groupId><artifactId>{a}</artifactId>"
-        f"<version>{version}</version></dependency>"
-        for a in artifacts(version)
-    )
-    return (
-        '<project xmlns="http://maven.apache.org/POM/4.0.0">\n'
-        "  <modelVersion>4.0.0</modelVersion>\n"
-        "  <groupId>pyspark-rocketmq.tests</groupId>\n"
-        f"  <artifactId>rocketmq-{version}-runtime</artifactId>\n"
-        "  <version>1</version>\n  <packaging>pom</packaging>\n"
-        f"  <dependencies>\n{deps}\n  </dependencies>\n</project>\n"
-    )
-
-
 def fetch(version: str, timeout: float = 1500.0, log: Path | None = None) -> Dist:
     """Resolves `version`'s jars into the cache (once; later calls reuse it). Raises Unavailable."""
-    tools = require_tools()
-    root = cache_root()
-    home = root / f"rocketmq-{version}"
-    lib, done = home / "lib", home / "fetched.json"
-    home.mkdir(parents=True, exist_ok=True)
-    with open(home / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another test session may be fetching the same version
-        if done.exists() and lib.is_dir():
-            info = json.loads(done.read_text())
-            return Dist(version, lib, info.get("seconds", 0.0), fetched_now=False)
-        (home / "pom.xml").write_text(_pom(version))
-        staging = home / "lib.partial"
-        shutil.rmtree(staging, ignore_errors=True)
-        log = log or home / "fetch.log"
-        cmd = [
-            tools["mvn"],
-            "-B",
-            "-ntp",
-            "-f",
-            str(home / "pom.xml"),
-            f"-Dmaven.repo.local={root / 'repo'}",
-            f"{DEPENDENCY_PLUGIN}:copy-dependencies",
-            "-DincludeScope=runtime",
-            f"-DoutputDirectory={staging}",
-        ]
-        t0 = time.monotonic()
-        with open(log, "w") as out:
-            try:
-                rc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, timeout=timeout, check=False)
-            except subprocess.TimeoutExpired:
-                raise Unavailable(
-                    f"Maven did not fetch RocketMQ {version} within {timeout:.0f} s; see {log}"
-                ) from None
-        seconds = time.monotonic() - t0
-        if rc.returncode != 0 or not any(staging.glob("rocketmq-broker-*.jar")):
-            raise Unavailable(
-                f"Maven could not fetch RocketMQ {version} (exit {rc.returncode}); "
-                f"last lines of {log}:\n{tail(log, 25)}"
-            )
-        shutil.rmtree(lib, ignore_errors=True)
-        staging.rename(lib)
-        done.write_text(json.dumps({"version": version, "seconds": round(seconds, 1), "at": time.time()}))
-        return Dist(version, lib, seconds, fetched_now=True)
+    require_tools()
+    got = maven_fetch(
+        f"rocketmq-{version}",
+        [f"{GROUP_ID}:{a}:{version}" for a in artifacts(version)],
+        expect="rocketmq-broker-*.jar",
+        what=f"RocketMQ {version}",
+        timeout=timeout,
+        log=log,
+    )
+    return Dist(version, got.lib, got.seconds, fetched_now=got.fetched_now)
 
 
 # ----------------------------------------------------------------------------------------------- helpers
-def tail(path: Path, lines: int = 40) -> str:
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            f.seek(max(0, f.tell() - 64 * 1024))
-            return "\n".join(f.read().decode("utf-8", "replace").splitlines()[-lines:])
-    except OSError as e:
-        return f"(no log: {e})"
-
-
-def _bindable(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def free_broker_port() -> int:
     """A broker listenPort P whose neighbours are free too: the broker also binds P-2 (the "fast"/VIP
     remoting server) and P+1 (HA)."""
     for _ in range(200):
         p = free_port()
-        if p > 1026 and p < 65534 and all(_bindable(q) for q in (p - 2, p - 1, p, p + 1)):
+        if p > 1026 and p < 65534 and all(bindable(q) for q in (p - 2, p - 1, p, p + 1)):
             return p
     raise RuntimeError("no free port with free neighbours")
-
-
-def port_open(port: int, host: str = "127.0.0.1") -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.settimeout(0.5)
-        return s.connect_ex((host, port)) == 0
 
 
 def remoting_call(
@@ -325,42 +228,10 @@ def topic_status_total(out: str) -> int:
 
 
 # ----------------------------------------------------------------------------------------------- processes
-@dataclass
-class JavaProcess:
-    name: str
-    popen: subprocess.Popen
-    log: Path
-
-    @property
-    def pid(self) -> int:
-        return self.popen.pid
-
-    def alive(self) -> bool:
-        return self.popen.poll() is None
-
-    def stop(self, grace: float = 3.0) -> None:
-        """SIGTERM (RocketMQ's shutdown hooks run), then SIGKILL after `grace` seconds; by pid only. A test
-        cluster's data is thrown away, so its hooks (which take 20 s and more) are not waited for."""
-        if self.popen.poll() is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.popen.pid, signal.SIGTERM)
-        try:
-            self.popen.wait(grace)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.popen.pid, signal.SIGKILL)
-            self.popen.wait(10)
-
-
 def _java_cmd(tools: dict[str, str], role: str, classpath: str, user_home: Path) -> list[str]:
-    cmd = [tools["java"], *HEAP[role], *COMMON_JVM_FLAGS, *JDK17_FLAGS]
-    cmd += [f"-Duser.home={user_home}", "-Drocketmq.broker.diskSpaceWarningLevelRatio=0.98"]
-    cmd += ["-cp", classpath]
-    if shutil.which("setpriv"):
-        # The JVM dies with the Python thread that started it, even when pytest itself is killed.
-        cmd = ["setpriv", "--pdeathsig", "KILL", "--", *cmd]
-    return cmd
+    flags = [*HEAP[role], *COMMON_JVM_FLAGS, *JDK17_FLAGS]
+    flags += [f"-Duser.home={user_home}", "-Drocketmq.broker.diskSpaceWarningLevelRatio=0.98"]
+    return java_cmd(tools["java"], flags, classpath)
 
 
 LOGBACK_4X = """<configuration>
@@ -523,13 +394,7 @@ class Cluster:
             (self.home / "conf" / conf).write_text(LOGBACK_4X.format(log=self.work_dir / f"{role}.log"))
         cmd += [main, *args]
         env = {**os.environ, "ROCKETMQ_HOME": str(self.home)}
-        with open(log, "ab") as out:
-            out.write(f"$ {' '.join(cmd)}\n".encode())
-            out.flush()
-            popen = subprocess.Popen(
-                cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=user_home, env=env
-            )
-        proc = JavaProcess(role, popen, log)
+        proc = spawn_java(role, cmd, log, user_home, env)
         self.processes.append(proc)
         return proc
 

@@ -8,8 +8,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
-import realcluster as rc
-from emulator_target import EmulatorCluster
+from tests.real import realcluster as rc
+from tests.real.emulator_target import EmulatorCluster
 
 pytestmark = [pytest.mark.realbroker, pytest.mark.timeout(600)]
 

@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from benchmarks.run import MEASURES
+from benchmarks.stacks import WORKLOAD
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RUN_TIMEOUT_S = 900
@@ -44,3 +45,13 @@ def test_quick_run_reports_every_measure(tmp_path):
             assert math.isfinite(row["ratio"]) and isinstance(row["passed"], bool), (name, row)
     assert result["options"]["quick"] is True
     assert len(result["load_average_before"]) == 3
+
+    # The stack comparison: every stack measured every row of the workload, or says why it was skipped.
+    assert [s["stack"].split()[0] for s in result["stacks"]] == ["emulator", "emulator", "RocketMQ", "Kafka"]
+    for stack in result["stacks"]:
+        if stack["skipped"]:
+            assert stack["skipped"] in proc.stdout, stack
+            continue
+        assert set(stack["figures"]) == set(WORKLOAD), stack
+        assert all(math.isfinite(v) and v > 0 for v in stack["figures"].values()), stack
+    assert "stacks: the same workload" in proc.stdout

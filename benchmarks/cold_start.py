@@ -1,0 +1,114 @@
+"""The first write of a fresh session: `spark.range(N)` → a sink, timed in a new Python process with its own
+Spark session, then the same write twice more (warm). The one-time cost is the first write's time minus the
+best warm one.
+
+    python -m benchmarks.cold_start --endpoints HOST:PORT[;...] [--messages 1000000] [--sink rocketmq|discard]
+
+`--sink discard` writes the same DataFrame into a Python Arrow writer that discards its batches: what Spark
+itself costs the first time a Python data source writes (its Python workers, the data source lookup, the
+JVM's first job); the rocketmq sink's one-time cost over that one is the connector's own (its imports, the
+route, the channels, the emulator's first requests).
+
+The session is created before the clock starts: its start (the JVM) is not part of the figure. Prints one
+JSON object: `session_s`, `writes_s` (the three writes), `first_s`, `warm_s`, `one_time_s`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from typing import Any
+
+SINKS = ("rocketmq", "discard")
+
+
+def _discard_source() -> type:
+    from dataclasses import dataclass
+
+    from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
+
+    @dataclass
+    class Count(WriterCommitMessage):
+        rows: int
+
+    class Discard(DataSourceArrowWriter):
+        def write(self, iterator):  # type: ignore[no-untyped-def]
+            return Count(sum(b.num_rows for b in iterator))
+
+    class DiscardSource(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "discard"
+
+        def writer(self, schema, overwrite):  # type: ignore[no-untyped-def]
+            return Discard()
+
+    return DiscardSource
+
+
+def measure_here(endpoints: str, messages: int, size: int, sink: str, topic: str) -> dict[str, Any]:
+    """In this (fresh) process: a session, then three timed writes."""
+    t0 = time.perf_counter()
+    from benchmarks.stacks import body_frame
+    from examples.spark_defaults import spark_session
+
+    spark = spark_session(f"cold-start-{sink}")
+    session_s = time.perf_counter() - t0
+    try:
+        if sink == "discard":
+            spark.dataSource.register(_discard_source())
+            opts: dict[str, str] = {}
+        else:
+            opts = {"endpoints": endpoints, "topic": topic}
+        df = body_frame(spark, messages, size, "body")
+        writes = []
+        for _ in range(3):
+            t = time.perf_counter()
+            df.write.format(sink).options(**opts).mode("append").save()
+            writes.append(time.perf_counter() - t)
+    finally:
+        spark.stop()
+    warm = min(writes[1:])
+    return {
+        "sink": sink,
+        "messages": messages,
+        "session_s": session_s,
+        "writes_s": writes,
+        "first_s": writes[0],
+        "warm_s": warm,
+        "one_time_s": writes[0] - warm,
+    }
+
+
+def measure(
+    endpoints: str, messages: int, size: int = 100, sink: str = "rocketmq", topic: str = "bench-cold"
+) -> dict[str, Any]:
+    """Runs `measure_here` in a new Python process (a fresh session and JVM); its result."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))}
+    cmd = [sys.executable, "-m", "benchmarks.cold_start", "--endpoints", endpoints, "--sink", sink]
+    cmd += ["--messages", str(messages), "--size", str(size), "--topic", topic]
+    proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=900, check=False)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        raise RuntimeError(f"cold start ({sink}) exited {proc.returncode}:\n{proc.stderr[-3000:]}")
+    return json.loads(lines[-1])
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--endpoints", required=True)
+    ap.add_argument("--messages", type=int, default=1_000_000)
+    ap.add_argument("--size", type=int, default=100)
+    ap.add_argument("--sink", choices=SINKS, default="rocketmq")
+    ap.add_argument("--topic", default="bench-cold")
+    a = ap.parse_args(argv)
+    print(json.dumps(measure_here(a.endpoints, a.messages, a.size, a.sink, a.topic)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
