@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+
 from tests.real import realcluster as rc
 from tests.real.emulator_target import EmulatorCluster
 
