@@ -8,7 +8,7 @@ from typing import Any
 
 import grpc
 
-from ..core.acl import Account, Denial, Denied, Need, Perm
+from ..core.acl import Account, Denied, Need, Perm
 from ..core.cluster import Cluster
 from .messages import wrap_namespace
 
@@ -36,6 +36,21 @@ def _heartbeat(request) -> tuple[Need, ...]:
     return _group(request.group) if request.HasField("group") and request.client_type != 1 else ()
 
 
+def _telemetry(command) -> tuple[Need, ...]:
+    """A Telemetry settings command, as the proxy authorizes it: PUB on each topic a producer publishes to;
+    SUB on a consumer's group and on each topic it subscribes to. Other commands need authentication only."""
+    if not command.HasField("settings"):
+        return ()
+    st = command.settings
+    needs: tuple[Need, ...] = ()
+    if st.HasField("publishing"):
+        needs += tuple(n for t in st.publishing.topics for n in _topic(t, Perm.PUB))
+    if st.HasField("subscription"):
+        needs += _group(st.subscription.group)
+        needs += tuple(n for e in st.subscription.subscriptions for n in _topic(e.topic, Perm.SUB))
+    return needs
+
+
 def _bulk_pull(request) -> tuple[Need, ...]:
     needs = (Need("topic", request.topic, Perm.SUB),) if request.topic else ()
     return needs + ((Need("group", request.group, Perm.SUB),) if request.group else ())
@@ -45,6 +60,7 @@ def _bulk_pull(request) -> tuple[Need, ...]:
 NEEDS: dict[str, Callable[[Any], tuple[Need, ...]]] = {
     "QueryRoute": lambda r: _topic(r.topic, Perm.NONE),  # any permission on the topic
     "Heartbeat": _heartbeat,
+    "Telemetry": _telemetry,  # per command of the stream
     "SendMessage": _send,
     "EndTransaction": lambda r: _topic(r.topic, Perm.PUB),
     "ReceiveMessage": lambda r: _consume(r.message_queue.topic, r.group),
@@ -75,12 +91,3 @@ def check_access(
     except Denied as e:
         log.info("%s refused (%s): %s", rpc, e.kind.value, e.message)
         return None, e
-
-
-def grpc_code(denied: Denied) -> grpc.StatusCode:
-    """The gRPC status for RPCs without an in-band status (Telemetry)."""
-    return (
-        grpc.StatusCode.UNAUTHENTICATED
-        if denied.kind == Denial.UNAUTHORIZED
-        else grpc.StatusCode.PERMISSION_DENIED
-    )

@@ -27,7 +27,7 @@ from ..core.long_polling import LongPollingService
 from ..core.pulling import pull
 from ..core.sending import SendResult, send
 from ..core.validation import accept_message_types
-from .access import check_access, grpc_code
+from .access import check_access
 from .codes import code_of, pull_status
 from .common import (
     OK,
@@ -214,18 +214,25 @@ class MessagingService(ConsumptionRpcs, service_pb2_grpc.MessagingServiceService
 
     async def Telemetry(self, request_iterator, context) -> AsyncIterator[s.TelemetryCommand]:
         await apply_faults(self.broker, context)
-        _, denied = check_access(self.cluster, "Telemetry", None, context)
-        if denied is not None:  # a stream of commands has no in-band status for this: a gRPC status
-            await context.abort(grpc_code(denied), f"{denied.kind.value}: {denied.message}")
+        # The ACL is checked per command, as the proxy does: a refused command gets a TelemetryCommand with
+        # the refusing status (UNAUTHORIZED, or FORBIDDEN for settings naming a topic or group the account
+        # may not use) and the stream stays open. A stream that fails authentication is never registered.
+        _, denied = check_access(self.cluster, "Telemetry", s.TelemetryCommand(), context)
         md = metadata(context)
         cid = md.get(CLIENT_ID_HEADER, "")
         outbound: asyncio.Queue = asyncio.Queue()
-        if cid:
+        if cid and denied is None:
             self.broker.telemetry[cid] = (outbound, None)
 
         async def read_commands() -> None:
             try:
                 async for cmd in request_iterator:
+                    _, refused = check_access(self.cluster, "Telemetry", cmd, context)
+                    if refused is not None:
+                        await outbound.put(
+                            s.TelemetryCommand(status=status(code_of(refused), refused.message))
+                        )
+                        continue
                     if cmd.HasField("settings"):
                         st = cmd.settings
                         if not st.HasField("publishing") and not st.HasField("subscription"):

@@ -321,9 +321,9 @@ def test_every_rpc_refuses_unsigned_requests(secured: Emulator) -> None:
         for rpc, req in {"PullMessage": pull, "ReceiveMessage": receive}.items():
             first = next(iter(getattr(v2, rpc)(req, metadata=md, timeout=10)))
             assert first.status.code == d.UNAUTHORIZED, rpc
-        with pytest.raises(grpc.RpcError) as e:
-            list(v2.Telemetry(iter([s.TelemetryCommand()]), metadata=md, timeout=10))
-        assert e.value.code() == grpc.StatusCode.UNAUTHENTICATED and "UNAUTHORIZED" in e.value.details()
+        # Telemetry answers each command in band, as Apache's proxy does, and keeps the stream open.
+        replies = list(v2.Telemetry(iter([s.TelemetryCommand()]), metadata=md, timeout=10))
+        assert [r.status.code for r in replies] == [d.UNAUTHORIZED]
         bulk = ext.BulkPull(
             pb.BulkPullRequest(group=GROUP, topic=TOPIC, max_messages=1), metadata=md, timeout=10
         )
@@ -337,6 +337,20 @@ def test_every_rpc_refuses_unsigned_requests(secured: Emulator) -> None:
             d.FORBIDDEN,
             "access key 'writer' lacks SUB on topic 'secured_topic'",
         )
+        # Telemetry settings are authorized like the proxy does: PUB on published topics, SUB on the
+        # consumer's group and subscribed topics; a refused settings command is answered in band.
+        producer = d.Settings(client_type=d.PRODUCER, publishing=d.Publishing(topics=[topic]))
+        consumer = d.Settings(
+            client_type=d.SIMPLE_CONSUMER,
+            subscription=d.Subscription(group=group, subscriptions=[d.SubscriptionEntry(topic=topic)]),
+        )
+        commands = [s.TelemetryCommand(settings=producer), s.TelemetryCommand(settings=consumer)]
+        replies = list(v2.Telemetry(iter(commands), metadata=signed, timeout=10))
+        assert [(r.status.code, r.HasField("settings")) for r in replies] == [
+            (d.OK, True),
+            (d.FORBIDDEN, False),
+        ]
+        assert replies[1].status.message == "access key 'writer' lacks SUB on group 'secured_group'"
 
 
 # ------------------------------------------------------------------------------------------ CLI and reload

@@ -531,7 +531,26 @@ _GROUP = (
 )
 _V4 = "RocketMQ 4.9.x behaviour; the emulator follows 5.x here (as RocketMQ 5.5.0 answers)"
 
-# Per real version ("5", "4") and scenario: observation → (emulator, real, why).
+_GET = (
+    "ACL 2.0 asks the Get action for GET_MAX_OFFSET (and the other offset lookups annotated with Action.GET), "
+    "which a user granted SUB only (as plain_acl.yml migrated to 5.x gives) lacks; the emulator's ACL has PUB "
+    "and SUB only (SPEC §3.9) and lets SUB on the topic read its offsets, as RocketMQ 4.x does"
+)
+_ACL1 = (
+    "RocketMQ 4.9.x behaviour (ACL 1.0: the AclException of its PlainPermissionManager is answered SYSTEM_ERROR, "
+    "the exception text in the remark); the emulator answers NO_PERMISSION, as RocketMQ 5.5.0 (ACL 2.0) does"
+)
+_ACL1_GET = (
+    "RocketMQ 4.9.x behaviour (ACL 1.0 checks only the signature for GET_MAX_OFFSET); the emulator asks SUB "
+    "on the topic, and RocketMQ 5.5.0 refuses it too (it asks the Get action)"
+)
+_ACL1_REFUSED = (
+    "send.sub", "send.unknown_key", "send.unsigned", "send.wrong_secret", "pull.pub", "pull.unknown_key",
+    "pull.unsigned", "pull.wrong_secret", "max_offset.unsigned", "create_topic.pub", "create_topic.unsigned",
+)  # fmt: skip
+
+# Per real version ("5", "4") and scenario: observation → (emulator, real, why). The "acl_refusals" entries are
+# those of tests/real/conformance_acl.py (run by test_conformance_acl.py against brokers with an ACL).
 DEVIATIONS: dict[str, dict[str, dict[str, tuple[Any, Any, str]]]] = {
     "5": {
         "pull_statuses": {"sql92_bad": ("SUBSCRIPTION_PARSE_FAILED", "SUCCESS", _SQL)},
@@ -539,8 +558,13 @@ DEVIATIONS: dict[str, dict[str, dict[str, tuple[Any, Any, str]]]] = {
             "update_never_created_group": ("SUCCESS", "SUBSCRIPTION_GROUP_NOT_EXIST", _GROUP)
         },
         "pull_batch_cap": {"count": (40, 32, _CAP), "nextBeginOffset": (40, 32, _CAP)},
+        "acl_refusals": {"max_offset.sub": ("SUCCESS", "NO_PERMISSION", _GET)},
     },
     "4": {
+        "acl_refusals": {
+            **{key: ("NO_PERMISSION", "SYSTEM_ERROR", _ACL1) for key in _ACL1_REFUSED},
+            "max_offset.pub": ("NO_PERMISSION", "SUCCESS", _ACL1_GET),
+        },
         "route_shape": {
             "brokerData.keys": (
                 ["brokerAddrs", "brokerName", "cluster", "enableActingMaster"],

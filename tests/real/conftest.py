@@ -23,7 +23,9 @@ def _unavailable(reason: str):
     pytest.skip(f"real RocketMQ unavailable: {reason}")
 
 
-def _cluster(version: str, tmp_path_factory: pytest.TempPathFactory, **kwargs) -> Iterator[rc.Cluster]:
+def _cluster(
+    version: str, tmp_path_factory: pytest.TempPathFactory, label: str = "", **kwargs
+) -> Iterator[rc.Cluster]:
     if os.environ.get("ROCKETMQ_REAL", "").strip().lower() in ("skip", "0", "no", "false"):
         pytest.skip("ROCKETMQ_REAL=skip")
     t0 = time.monotonic()
@@ -40,11 +42,11 @@ def _cluster(version: str, tmp_path_factory: pytest.TempPathFactory, **kwargs) -
         rc.evidence(
             f"RocketMQ {version}: reused the cache ({took:.1f} s; its fetch took {dist.fetch_seconds:.1f} s)"
         )
-    work = tmp_path_factory.mktemp(f"rocketmq-{version}")
+    work = tmp_path_factory.mktemp(f"rocketmq-{version}{label.replace(' ', '-')}")
     cluster = rc.Cluster(dist, work, **kwargs)
     cluster.start()  # StartFailed carries the tail of the failing process's logs
     rc.evidence(
-        f"RocketMQ {version}: cluster started in {cluster.start_seconds:.1f} s "
+        f"RocketMQ {version}{label}: cluster started in {cluster.start_seconds:.1f} s "
         f"(name server {cluster.namesrv}, broker {cluster.broker_addr}"
         + (f", proxy gRPC {cluster.proxy_endpoint})" if cluster.grpc_port else ")")
         + f"; jars: {', '.join(f'{k} {v}' for k, v in dist.jar_versions().items() if k in _SHOWN)}"
@@ -69,6 +71,38 @@ def rocketmq5(tmp_path_factory: pytest.TempPathFactory) -> Iterator[rc.Cluster]:
 def rocketmq4(tmp_path_factory: pytest.TempPathFactory) -> Iterator[rc.Cluster]:
     """A running RocketMQ 4.9.x name server + broker (4.x has no proxy)."""
     yield from _cluster(rc.ROCKETMQ4_VERSION, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def rocketmq5_auth(tmp_path_factory: pytest.TempPathFactory) -> Iterator[rc.Cluster]:
+    """A RocketMQ 5.x cluster with authentication and authorization on (ACL 2.0) in broker and proxy, its
+    users those of tests/real/conformance_acl.py. Module scope: it runs only while the ACL tests do."""
+    from tests.real import conformance_acl as ca
+
+    yield from _cluster(
+        rc.ROCKETMQ5_VERSION,
+        tmp_path_factory,
+        label=" with ACL 2.0",
+        broker_conf=ca.broker5_auth_conf(),
+        proxy_conf=ca.proxy5_auth_conf(),
+        home_files={"conf/plain_acl.yml": ca.plain_acl_yaml()},
+        admin_credentials=ca.ADMIN,
+    )
+
+
+@pytest.fixture(scope="module")
+def rocketmq4_acl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[rc.Cluster]:
+    """A RocketMQ 4.9.x name server + broker with aclEnable and the plain_acl.yml of conformance_acl.py."""
+    from tests.real import conformance_acl as ca
+
+    yield from _cluster(
+        rc.ROCKETMQ4_VERSION,
+        tmp_path_factory,
+        label=" with plain_acl.yml",
+        broker_conf=ca.broker4_acl_conf(),
+        home_files={"conf/plain_acl.yml": ca.plain_acl_yaml()},
+        admin_credentials=ca.ADMIN,
+    )
 
 
 @pytest.fixture(scope="session")

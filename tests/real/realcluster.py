@@ -33,6 +33,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rocketmq_protocol.remoting.signature import calculate_signature, content_to_sign
 from tests.real.jvm import (
     JavaProcess,
     Unavailable,  # noqa: F401  (rc.Unavailable: what the fixtures catch)
@@ -165,10 +166,20 @@ def free_broker_port() -> int:
 
 
 def remoting_call(
-    addr: str, code: int, ext: dict | None = None, body: bytes = b"", timeout: float = 5.0
+    addr: str,
+    code: int,
+    ext: dict | None = None,
+    body: bytes = b"",
+    timeout: float = 5.0,
+    credentials: tuple[str, str] | None = None,
 ) -> tuple[dict, bytes]:
-    """One remoting request (JSON header) to a name server or broker: (response header, body)."""
+    """One remoting request (JSON header) to a name server or broker: (response header, body). With
+    `credentials` (access key, secret key) it is signed as RocketMQ's AclClientRPCHook signs."""
     host, port = addr.rsplit(":", 1)
+    ext = dict(ext or {})
+    if credentials is not None:
+        ext["AccessKey"] = credentials[0]
+        ext["Signature"] = calculate_signature(content_to_sign(ext, body), credentials[1])
     header = json.dumps(
         {
             "code": code,
@@ -177,7 +188,7 @@ def remoting_call(
             "opaque": 1,
             "serializeTypeCurrentRPC": "JSON",
             "version": 401,
-            "extFields": ext or {},
+            "extFields": ext,
         }
     ).encode()
     frame = struct.pack(">ii", 4 + len(header) + len(body), len(header)) + header + body
@@ -256,6 +267,11 @@ class Cluster:
     work_dir: Path
     with_proxy: bool | None = None
     broker_conf: dict[str, str] = field(default_factory=dict)
+    proxy_conf: dict[str, object] = field(default_factory=dict)  # extra keys of the proxy's JSON config
+    # files written under ROCKETMQ_HOME before the start (e.g. conf/plain_acl.yml)
+    home_files: dict[str, str] = field(default_factory=dict)
+    # (access key, secret key) signing the admin requests of update_topic/update_group (a cluster with ACL)
+    admin_credentials: tuple[str, str] | None = None
     processes: list[JavaProcess] = field(default_factory=list)
     namesrv_port: int = 0
     broker_port: int = 0
@@ -332,6 +348,9 @@ class Cluster:
         t0 = time.monotonic()
         self.work_dir.mkdir(parents=True, exist_ok=True)
         (self.home / "conf").mkdir(parents=True, exist_ok=True)
+        for rel, text in self.home_files.items():
+            (self.home / rel).parent.mkdir(parents=True, exist_ok=True)
+            (self.home / rel).write_text(text)
         self.namesrv_port = free_port()
         self.broker_port = free_broker_port()
         deadline = time.monotonic() + timeout
@@ -359,6 +378,7 @@ class Cluster:
                             "namesrvAddr": self.namesrv,
                             "grpcServerPort": self.grpc_port,
                             "remotingListenPort": self.proxy_remoting_port,
+                            **self.proxy_conf,
                         },
                         indent=1,
                     )
@@ -511,7 +531,9 @@ class Cluster:
         }
         if message_type and self.dist.major >= 5:
             ext["attributes"] = f"+message.type={message_type}"
-        head, _ = remoting_call(self.broker_addr, UPDATE_AND_CREATE_TOPIC, ext, timeout=10)
+        head, _ = remoting_call(
+            self.broker_addr, UPDATE_AND_CREATE_TOPIC, ext, timeout=10, credentials=self.admin_credentials
+        )
         if head.get("code") != 0:
             raise RuntimeError(f"UPDATE_AND_CREATE_TOPIC {name}: {head.get('code')} {head.get('remark')}")
         deadline = time.monotonic() + timeout
@@ -535,7 +557,12 @@ class Cluster:
             "notifyConsumerIdsChangedEnable": True,
         }
         head, _ = remoting_call(
-            self.broker_addr, UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {}, json.dumps(config).encode(), timeout=10
+            self.broker_addr,
+            UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+            {},
+            json.dumps(config).encode(),
+            timeout=10,
+            credentials=self.admin_credentials,
         )
         if head.get("code") != 0:
             raise RuntimeError(
