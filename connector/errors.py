@@ -59,14 +59,16 @@ class AccessDeniedError(RocketMQError):
     (the account lacks a permission). Never retried; the message names the endpoint, the RPC and the reason."""
 
     def _describe(self) -> str:
+        permissions = (
+            "the account needs PUB on the topic to write, SUB on the topic and the consumer group to read"
+        )
         if self.kind == ErrorKind.UNAUTHORIZED:
             what = f"rejected the credentials ({self.code_name})"
-            hint = "check options 'accessKey' and 'secretKey'"
+            # Apache's 5.x proxy answers UNAUTHORIZED for a missing permission too (its message says which).
+            hint = f"check options 'accessKey' and 'secretKey'; if they are right, {permissions}"
         else:
             what = f"refused the request ({self.code_name})"
-            hint = (
-                "the account needs PUB on the topic to write, SUB on the topic and the consumer group to read"
-            )
+            hint = permissions
         return f"endpoint {self.endpoint} {what} for {self.rpc}: {self.message} ({hint})"
 
 

@@ -13,10 +13,8 @@ from __future__ import annotations
 import gzip
 import logging
 import os
-import random
 import socket
 import threading
-import time
 import uuid
 import zlib
 from collections.abc import Callable, Sequence
@@ -46,7 +44,6 @@ from ..config import FILTER_SQL, PULL_AUTO, PULL_BULK, PULL_PROTOCOLS, PULL_STAN
 from ..errors import (
     ConnectorError,
     ErrorKind,
-    RetriesExhaustedError,
     RocketMQError,
     UnsupportedEndpointError,
     broker_error,
@@ -62,14 +59,13 @@ from .base import (
     SendStatus,
 )
 from .grpc_v2_send import GrpcSendEncoder
+from .retrying import Transient, call_with_retries, tls_handshake_message
 
 log = logging.getLogger(__name__)
 
 __all__ = ["EXPLICIT_QUEUE_HEADER", "GrpcClient", "code_name", "messages_to_table", "v2_error"]
 
 MAX_GRPC_MESSAGE_BYTES = 256 * 1024 * 1024
-BACKOFF_INITIAL_S = 0.05
-BACKOFF_MAX_S = 1.0
 # gRPC codes and in-band v2 codes worth another attempt before the call's deadline.
 TRANSIENT_GRPC = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
 TRANSIENT_CODES = frozenset({d.TOO_MANY_REQUESTS, d.INTERNAL_SERVER_ERROR, d.PROXY_TIMEOUT})
@@ -119,10 +115,6 @@ class _Stubs(NamedTuple):
     v2: service_pb2_grpc.MessagingServiceStub
     ext: pb_grpc.EmulatorServiceStub
     send: grpc.UnaryUnaryMultiCallable  # SendMessage taking a serialized request (the writer encodes its own)
-
-
-class _Transient(Exception):
-    """An attempt failed in a way worth retrying; carries a description of the cause."""
 
 
 def _client_id() -> str:
@@ -220,66 +212,44 @@ class GrpcClient(RocketMQClient):
         extra_wait_s: float = 0.0,
         on_unimplemented: Callable[[str], Exception] | None = None,
     ) -> tuple[R, str]:
-        """Runs `attempt` on the endpoints in turn (backing off after each full round) until it returns or
-        the deadline passes. Transient failures (gRPC UNAVAILABLE / DEADLINE_EXCEEDED, in-band codes raised
-        as `_Transient`) are retried; other gRPC errors fail at once. Returns the result and its endpoint."""
+        """Runs `attempt` on the endpoints under the shared retry rule (`retrying.call_with_retries`).
+        Transient failures (gRPC UNAVAILABLE / DEADLINE_EXCEEDED, in-band codes raised as `Transient`) are
+        retried; other gRPC errors fail at once. Returns the result and its endpoint."""
         if not endpoints:
             raise ConnectorError(f"{rpc}: no endpoint to call (ClientConfig.endpoints is empty)")
-        total_s = timeout_ms / 1000.0
-        deadline = time.monotonic() + total_s
-        backoff = BACKOFF_INITIAL_S
-        attempts = 0
-        last = "no attempt was made"
-        while True:
-            for endpoint in endpoints:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    hint = ""
-                    if not self.config.tls and "socket closed" in last.lower():
-                        hint = " (if the endpoint serves TLS, set option 'tls' to 'true')"
-                    raise RetriesExhaustedError(
-                        f"{rpc} on {', '.join(endpoints)} did not succeed within {timeout_ms} ms "
-                        f"({attempts} attempts); last error: {last}{hint}"
-                    )
-                per_attempt = min(remaining, max(1.0, total_s / 3) + extra_wait_s)
-                attempts += 1
-                try:
-                    return attempt(self._channel(endpoint), per_attempt, self.metadata()), endpoint
-                except _Transient as e:
-                    last = f"{endpoint}: {e}"
-                except grpc.RpcError as e:
-                    code, details = e.code(), e.details()  # type: ignore[attr-defined]
-                    if code == grpc.StatusCode.UNIMPLEMENTED and on_unimplemented is not None:
-                        raise on_unimplemented(endpoint) from None
-                    if code in ACCESS_GRPC:
-                        raise v2_error(ACCESS_GRPC[code], details, endpoint, rpc) from None
-                    if code not in TRANSIENT_GRPC:
-                        raise ConnectorError(
-                            f"{rpc} on {endpoint} failed: gRPC {code.name}: {details}"
-                        ) from None
-                    if "handshake failed" in (details or "").lower():
-                        raise ConnectorError(self._tls_hint(endpoint, rpc, details)) from None
-                    last = f"{endpoint}: gRPC {code.name}: {details}"
-                log.debug("%s attempt %d failed (%s); retrying", rpc, attempts, last)
-            sleep = min(backoff * random.uniform(0.8, 1.2), max(deadline - time.monotonic(), 0.0))
-            time.sleep(sleep)
-            backoff = min(backoff * 2, BACKOFF_MAX_S)
 
-    def _tls_hint(self, endpoint: str, rpc: str, details: str) -> str:
-        """The message of a failed TLS handshake: a configuration error, not worth retrying."""
-        if self.config.tls:
-            advice = (
-                "the endpoint may not serve TLS (then set option 'tls' to 'false'), or its certificate is not "
-                "trusted (set option 'tlsCaFile' to the PEM file of its CA) or does not name the host"
-            )
-        else:
-            advice = "the endpoint expects TLS: set option 'tls' to 'true'"
-        return f"{rpc} on {endpoint} failed: the TLS handshake failed ({details}); {advice}"
+        def one(endpoint: str, seconds: float) -> R:
+            try:
+                return attempt(self._channel(endpoint), seconds, self.metadata())
+            except Transient as e:
+                raise Transient(f"{endpoint}: {e}") from None
+            except grpc.RpcError as e:
+                code, details = e.code(), e.details()  # type: ignore[attr-defined]
+                if code == grpc.StatusCode.UNIMPLEMENTED and on_unimplemented is not None:
+                    raise on_unimplemented(endpoint) from None
+                if code in ACCESS_GRPC:
+                    raise v2_error(ACCESS_GRPC[code], details, endpoint, rpc) from None
+                if code not in TRANSIENT_GRPC:
+                    raise ConnectorError(f"{rpc} on {endpoint} failed: gRPC {code.name}: {details}") from None
+                if "handshake failed" in (details or "").lower():
+                    raise ConnectorError(
+                        tls_handshake_message(rpc, endpoint, details, self.config.tls)
+                    ) from None
+                raise Transient(f"{endpoint}: gRPC {code.name}: {details}") from None
+
+        def hint(last: str) -> str:
+            if not self.config.tls and "socket closed" in last.lower():
+                return " (if the endpoint serves TLS, set option 'tls' to 'true')"
+            return ""
+
+        return call_with_retries(
+            rpc, lambda: endpoints, one, timeout_ms, extra_wait_s=extra_wait_s, exhausted_hint=hint
+        )
 
     @staticmethod
     def _check_transient(code: int, message: str) -> None:
         if code in TRANSIENT_CODES:
-            raise _Transient(f"{code_name(code)} ({code}): {message}")
+            raise Transient(f"{code_name(code)} ({code}): {message}")
 
     def _unsupported(self, rpc: str) -> Callable[[str], Exception]:
         def make(endpoint: str) -> Exception:

@@ -64,19 +64,18 @@ from rocketmq_protocol.remoting.properties import parse_properties_column
 from rocketmq_protocol.remoting.route import MASTER_ID, TopicRouteData
 
 from ..config import FILTER_SQL, ClientConfig, FilterSpec
-from ..errors import ConnectorError, ErrorKind, RetriesExhaustedError, RocketMQError, broker_error
+from ..errors import ConnectorError, ErrorKind, RocketMQError, broker_error
 from ..queues import MessageQueue, RouteEntry, queue_sort_key
 from .base import DEFAULT_TIMEOUT_MS, PullResult, PullStatus, RocketMQClient
 from .remoting_connection import ConnectionLost, ConnectionPool, RemotingConnection
 from .remoting_send import DELAY_LEVELS_MS, RemotingSendEncoder, SendCall, parse_delay_levels
+from .retrying import Transient, call_with_retries, tls_handshake_message
 
 log = logging.getLogger(__name__)
 
 __all__ = ["PULL_REMOTING", "RemotingClient", "code_name", "stored_to_table", "tls_context"]
 
 PULL_REMOTING = "remoting"
-BACKOFF_INITIAL_S = 0.05
-BACKOFF_MAX_S = 1.0
 #: A long-polled pull is answered by the broker up to 5 s after its suspend time (its hold service checks
 #: every 5 s), so the socket wait is longer than the hold by this much.
 LONG_POLL_SLACK_S = 6.0
@@ -174,10 +173,6 @@ def tls_context(config: ClientConfig) -> ssl.SSLContext | None:
     return ctx
 
 
-class _Transient(Exception):
-    """An attempt failed in a way worth retrying."""
-
-
 @dataclass
 class _SubPull:
     """One PULL_MESSAGE answer: status, where it started and where the next one starts, its body."""
@@ -237,29 +232,31 @@ class RemotingClient(RocketMQClient):
         body: bytes | memoryview,
         timeout_s: float,
     ) -> RemotingCommand:
-        """One request and its response; connection failures and timeouts raise `_Transient`."""
+        """One request and its response; connection failures and timeouts raise `Transient`."""
         try:
             conn = self._pool.get(address, min(timeout_s, 3.0))
         except ssl.SSLError as e:  # a configuration problem, not worth retrying
-            raise ConnectorError(self._tls_hint(address, code_name_of_request(code), str(e))) from None
+            raise ConnectorError(
+                tls_handshake_message(code_name_of_request(code), address, str(e), self.config.tls)
+            ) from None
         except OSError as e:
-            raise _Transient(f"{address}: cannot connect ({e})") from None
+            raise Transient(f"{address}: cannot connect ({e})") from None
         try:
             fut = conn.request(code, ext, body)
         except ConnectionLost as e:
-            raise _Transient(str(e)) from None
+            raise Transient(str(e)) from None
         try:
             resp = fut.result(timeout=max(timeout_s, 0.001))
         except FutureTimeout:
             conn.forget(fut)
             if time.monotonic() - conn.last_read >= timeout_s:  # nothing at all came back: a dead peer
                 self._pool.drop(address, conn)
-            raise _Transient(f"{address}: no response within {timeout_s * 1000:.0f} ms") from None
+            raise Transient(f"{address}: no response within {timeout_s * 1000:.0f} ms") from None
         except ConnectionLost as e:
-            raise _Transient(str(e)) from None
+            raise Transient(str(e)) from None
         self._versions[address] = resp.version
         if resp.code in TRANSIENT_CODES:
-            raise _Transient(f"{address}: {code_name(resp.code)} ({resp.code}): {resp.remark or ''}")
+            raise Transient(f"{address}: {code_name(resp.code)} ({resp.code}): {resp.remark or ''}")
         return resp
 
     def _invoke(
@@ -274,51 +271,23 @@ class RemotingClient(RocketMQClient):
         extra_wait_s: float = 0.0,
         on_success: Callable[[str], None] | None = None,
     ) -> tuple[RemotingCommand, str]:
-        """Runs the request on the addresses in turn (backing off after each full round) until one answers
-        with a code that is not transient, or the deadline passes. Returns the response and its address."""
-        total_s = timeout_ms / 1000.0
-        deadline = time.monotonic() + total_s
-        backoff = BACKOFF_INITIAL_S
-        attempts = 0
-        last = "no attempt was made"
-        while True:
-            targets = list(addresses())
-            if not targets:
-                raise ConnectorError(f"{rpc}: no address to call")
-            for address in targets:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    hint = ""
-                    if not self.config.tls and ("closed the connection" in last or "reset" in last):
-                        hint = " (if the cluster serves TLS only, set option 'tls' to 'true')"
-                    raise RetriesExhaustedError(
-                        f"{rpc} on {', '.join(targets)} did not succeed within {timeout_ms} ms "
-                        f"({attempts} attempts); last error: {last}{hint}"
-                    )
-                per_attempt = min(remaining, max(1.0, total_s / 3) + extra_wait_s)
-                attempts += 1
-                try:
-                    resp = self._attempt(address, code, ext, body, per_attempt)
-                except _Transient as e:
-                    last = str(e)
-                    log.debug("%s attempt %d failed (%s); retrying", rpc, attempts, last)
-                    continue
-                if on_success is not None:
-                    on_success(address)
-                return resp, address
-            sleep = min(backoff * random.uniform(0.8, 1.2), max(deadline - time.monotonic(), 0.0))
-            time.sleep(sleep)
-            backoff = min(backoff * 2, BACKOFF_MAX_S)
+        """Runs the request on the addresses under the shared retry rule (`retrying.call_with_retries`)
+        until one answers with a code that is not transient. Returns the response and its address."""
 
-    def _tls_hint(self, address: str, rpc: str, details: str) -> str:
-        if self.config.tls:
-            advice = (
-                "the server may not serve TLS (then set option 'tls' to 'false'), or its certificate is not "
-                "trusted (set option 'tlsCaFile' to the PEM file of its CA) or does not name the host"
-            )
-        else:
-            advice = "the server expects TLS: set option 'tls' to 'true'"
-        return f"{rpc} on {address} failed: the TLS handshake failed ({details}); {advice}"
+        def one(address: str, seconds: float) -> RemotingCommand:
+            resp = self._attempt(address, code, ext, body, seconds)
+            if on_success is not None:
+                on_success(address)
+            return resp
+
+        def hint(last: str) -> str:
+            if not self.config.tls and ("closed the connection" in last or "reset" in last):
+                return " (if the cluster serves TLS only, set option 'tls' to 'true')"
+            return ""
+
+        return call_with_retries(
+            rpc, addresses, one, timeout_ms, extra_wait_s=extra_wait_s, exhausted_hint=hint
+        )
 
     # ------------------------------------------------------------------ name servers
     def _name_servers(self) -> list[str]:
@@ -597,7 +566,7 @@ class RemotingClient(RocketMQClient):
                 queue.broker,
                 group,
             )
-        except (_Transient, OSError, ConnectorError) as e:
+        except (Transient, OSError, ConnectorError) as e:
             log.debug("could not make group %s visible on %s: %s", group, queue.broker, e)
 
     # ------------------------------------------------------------------ pull
@@ -837,7 +806,7 @@ class RemotingClient(RocketMQClient):
                     b"",
                     3.0,
                 )
-            except (_Transient, OSError):
+            except (Transient, OSError):
                 return True
             version = self._versions.get(address, int(Version.V5_0_0))
         return version >= Version.V5_0_0
@@ -854,7 +823,7 @@ class RemotingClient(RocketMQClient):
                     for line in bytes(resp.body).decode("utf-8", "replace").splitlines():
                         if line.startswith("messageDelayLevel="):
                             levels = parse_delay_levels(line.split("=", 1)[1]) or DELAY_LEVELS_MS
-            except (_Transient, OSError, ConnectorError) as e:
+            except (Transient, OSError, ConnectorError) as e:
                 log.debug("GET_BROKER_CONFIG on %s: %s", address, e)
             self._delay_levels[address] = levels
         return levels
