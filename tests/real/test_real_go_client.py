@@ -7,6 +7,11 @@ with tags, keys and properties, then reads them all back with a push consumer an
 a group of its own, and prints one JSON line. It is built once into ~/.cache/pyspark-rocketmq/go/ (keyed by
 its sources), its modules downloaded through the machine's configured Go proxy. Without Go or the module
 the test skips with the reason, unless ROCKETMQ_REAL=required, which makes that a failure.
+
+Open: when the Go client's consumers commit their offsets only in Shutdown (UPDATE_CONSUMER_OFFSET oneway,
+then the connection closed at once), the emulator missed some of those frames in about 1 run of 4, with a
+connection reset seen on its side; the driver therefore commits first and waits `-settle` (0.5 s) before
+Shutdown. Why the frames are lost (and whether a real broker loses them too) is not yet known.
 """
 
 from __future__ import annotations
@@ -97,7 +102,9 @@ def run_driver(binary: Path, namesrv: str, topic: str, group: str) -> dict:
     assert proc.returncode == 0, f"the Go driver exited {proc.returncode}: {err[-3000:]}"
     lines = [line for line in out.splitlines() if line.startswith("{")]
     assert lines, f"no JSON line from the Go driver; stderr tail: {err[-3000:]}"
-    return json.loads(lines[-1])
+    result = json.loads(lines[-1])
+    result["stderr"] = err[-3000:]  # the client's own warnings (rlog at warn level), for failure messages
+    return result
 
 
 def expected(i: int, mode: str) -> dict:
@@ -191,7 +198,8 @@ def test_go_client_produces_and_consumes_with_push_and_pull(real_cluster: rc.Clu
         store = emulator.cluster.brokers[0].store
         for g in groups:
             committed = {q: store.get_consumer_offset(g, topic, q) for q in range(8)}
-            assert {q: o for q, o in committed.items() if q in ends} == dict(ends), (g, committed)
+            got = {q: o for q, o in committed.items() if q in ends}
+            assert got == dict(ends), (g, committed, r["stderr"])
     outs = c.mqadmin_batch([["consumerProgress", "-g", g] for g in groups])
     for g, out in zip(groups, outs, strict=True):
         m = re.search(r"Diff Total:\s*(\d+)", out)

@@ -86,6 +86,7 @@ var (
 	consumers = flag.String("consumers", "push,pull", "consumers to run in turn: push, pull")
 	timeoutS  = flag.Int("timeout", 60, "seconds each consumer may take")
 	quiet     = flag.Duration("quiet", 1500*time.Millisecond, "quiet period after everything was seen")
+	settle    = flag.Duration("settle", 500*time.Millisecond, "wait after committing offsets, before shutdown")
 )
 
 var (
@@ -311,7 +312,16 @@ func runPush(g string) {
 		return
 	}
 	complete := wait(c, t0)
-	if err := pc.Shutdown(); err != nil { // persists the group's offsets
+	// Commit the group's offsets while the connection is up, then give the broker a moment to read them:
+	// they go oneway, and Shutdown (which sends them again) closes the connection at once; against the
+	// emulator some of those last frames were lost, with a connection reset seen (not yet explained).
+	if p, ok := pc.(interface{ PersistConsumerOffset() error }); ok {
+		if err := p.PersistConsumerOffset(); err != nil {
+			fail("push persist offset: %v", err)
+		}
+		time.Sleep(*settle)
+	}
+	if err := pc.Shutdown(); err != nil {
 		fail("push shutdown: %v", err)
 	}
 	c.finish(t0, complete)
@@ -353,6 +363,7 @@ func runPull(g string) {
 	if err := pc.PersistOffset(context.Background(), *topic); err != nil {
 		fail("pull persist offset: %v", err)
 	}
+	time.Sleep(*settle) // as in runPush
 	if err := pc.Shutdown(); err != nil {
 		fail("pull shutdown: %v", err)
 	}
