@@ -35,6 +35,12 @@ from ..core.errors import BrokerError, ErrorKind
 from ..core.retry import delay_ms
 from ..core.send_columns import SendColumns
 
+# A single message sent without a UNIQ_KEY gets one from the broker (5.x `SendMessageProcessor`), but a
+# batch's messages without one (Apache's Go client sets none: its SendResult.MsgID is then empty) are
+# stored without: the core still needs an id per message, so the emulator makes one up, marked with "~"
+# (client ids are hex), and pull responses leave it out; the client then takes the offset message id as
+# MsgId, as against a real 5.5.0 or 4.9.7 broker (tests/real/test_real_go_client.py).
+MADE_UP_ID = "~"
 # What a 5.x broker adds to every message it stores (`SendMessageProcessor`: region, trace switch, cluster).
 MSG_REGION, TRACE_ON = "MSG_REGION", "TRACE_ON"
 # Properties that become columns of their own (or only steer the send) instead of stored properties; the
@@ -104,7 +110,7 @@ def send_columns(
     for props in props_list:
         tags.append(props.get(TAGS))
         keys.append([k for k in props.get(KEYS, "").split(" ") if k])
-        ids.append(props.get(UNIQ_KEY) or create_uniq_id())
+        ids.append(props.get(UNIQ_KEY) or (MADE_UP_ID if batch else "") + create_uniq_id())
         groups.append(props.get(SHARDING_KEY))
         delivery.append(_delivery_ms(props, delay_levels, now))
         u, s = [], []
@@ -150,15 +156,22 @@ def property_strings(table: pa.Table, cluster_name: str) -> pa.Array:
     def col(name: str) -> pa.Array:
         return table.column(name).combine_chunks()
 
+    ids = col("message_id")
+    made_up = pc.starts_with(ids, MADE_UP_ID)
+    if not pc.any(made_up).as_py():
+        made_up = None
     props = build_properties_column(
         n,
-        uniq_keys=col("message_id"),
+        uniq_keys=ids if made_up is None else None,
         tags=col("tag"),
         keys=col("keys"),
         user=col("properties"),
         constant={CLUSTER: cluster_name, MSG_REGION: "DefaultRegion", TRACE_ON: "true"},
     )
     pieces = [props]
+    if made_up is not None:  # no UNIQ_KEY where the sender gave none (MADE_UP_ID)
+        uniq = pc.if_else(made_up, pa.scalar(None, pa.string()), ids)
+        pieces.insert(0, pc.fill_null(pc.binary_join_element_wise("UNIQ_KEY\x01", uniq, "\x02", ""), ""))
     group = col("message_group")
     if group.null_count < n:
         pieces.append(_prop_piece(SHARDING_KEY, group))

@@ -163,6 +163,30 @@ def test_batch_lands_on_one_queue_with_consecutive_offsets(broker_a, topic):
     assert [dict(x["properties"])["i"] for x in rows] == [str(i) for i in range(5)]
 
 
+def test_batch_messages_without_uniq_key_are_pulled_without_one(broker_a, topic):
+    """Apache's Go client sends batches whose messages carry no UNIQ_KEY: a real broker stores none (the
+    consumer's MsgId is then the offset message id); a single message without one gets one made."""
+    props = [encode_properties({"TAGS": "T", "i": str(i)}) for i in range(3)]
+    props[1] = encode_properties({"TAGS": "T", "i": "1", "UNIQ_KEY": "C0A8000100002A9F0000000000000001"})
+    r = broker_a.send_message(topic, encode_batch([b"a", b"b", b"c"], props), queue_id=2,
+                              code=Q.SEND_BATCH_MESSAGE, properties={"WAIT": "true"})  # fmt: skip
+    assert r.code == R.SUCCESS, r.remark
+    offset_ids = r.ext_fields["msgId"].split(",")
+    assert len(offset_ids) == 3
+    # message_id: the UNIQ_KEY, else (as a client decodes it) the offset message id
+    rows = messages(broker_a.pull(topic, 2, 0)).to_pylist()
+    assert [x["message_id"] for x in rows] == [
+        offset_ids[0],
+        "C0A8000100002A9F0000000000000001",
+        offset_ids[2],
+    ]
+
+    r = broker_a.send_message(topic, b"single", queue_id=2, properties={"WAIT": "true"})
+    assert r.code == R.SUCCESS, r.remark
+    made = messages(broker_a.pull(topic, 2, 3)).to_pylist()[0]["message_id"]
+    assert len(made) == 32 and made != r.ext_fields["msgId"]  # a UNIQ_KEY the broker made
+
+
 def test_batch_refusals(broker_a, topic):
     good = encode_batch([b"x"], [""])
     r = broker_a.send_message(topic, good, code=Q.SEND_BATCH_MESSAGE, properties={"DELAY": "2"})

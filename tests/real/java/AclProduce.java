@@ -17,6 +17,9 @@ public class AclProduce {
         DefaultMQProducer producer = new DefaultMQProducer("drv-acl-" + args[1],
             new AclClientRPCHook(new SessionCredentials(args[2], args[3])));
         producer.setNamesrvAddr(args[0]);
+        // Name server and heartbeat calls get 15 s, not the default 3 s: in a JVM just started on a loaded
+        // 2-core machine Netty's first connect alone can take 2 s of those 3 (a route query then timed out).
+        producer.setMqClientApiTimeout(15000);
         producer.setRetryTimesWhenSendFailed(0);
         producer.setSendMsgTimeout(10000);
         producer.start();

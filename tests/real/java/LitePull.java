@@ -21,6 +21,9 @@ public class LitePull {
         String filter = args.length > 5 ? args[5] : "*";
         DefaultLitePullConsumer c = new DefaultLitePullConsumer(group);
         c.setNamesrvAddr(namesrv);
+        // Name server and heartbeat calls get 15 s, not the default 3 s: in a JVM just started on a loaded
+        // 2-core machine Netty's first connect alone can take 2 s of those 3 (a route query then timed out).
+        c.setMqClientApiTimeout(15000);
         c.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
         c.setPullBatchSize(256);
         c.setAutoCommit(true);

@@ -60,8 +60,12 @@ public class Produce {
             producer = new DefaultMQProducer("drv-producer-" + topic);
         }
         producer.setNamesrvAddr(namesrv);
+        // Name server and heartbeat calls get 15 s, not the default 3 s: in a JVM just started on a loaded
+        // 2-core machine Netty's first connect alone can take 2 s of those 3 (a route query then timed out).
+        producer.setMqClientApiTimeout(15000);
         producer.setSendMsgTimeout(10000);
         producer.start();
+        int exit = 0;
         try {
             if (mode.equals("batch")) {
                 int size = arg == null ? 32 : Integer.parseInt(arg);
@@ -121,10 +125,17 @@ public class Produce {
                     Thread.sleep(200);
                 }
             }
+        } catch (Throwable e) {
+            // A send that failed ends the run with its cause on stderr and a non-zero exit (the tests' runner
+            // raises it), never as a silently shorter list of sends.
+            Out.line(Out.map("event", "error", "error", e.toString()));
+            e.printStackTrace();
+            exit = 1;
         } finally {
             producer.shutdown();
             System.out.flush();
-            System.exit(0);
+            System.err.flush();
+            System.exit(exit);
         }
     }
 

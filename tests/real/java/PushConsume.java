@@ -23,6 +23,9 @@ public class PushConsume {
             args.length > 6 ? args[6] : "RECONSUME_LATER");
         DefaultMQPushConsumer c = new DefaultMQPushConsumer(group);
         c.setNamesrvAddr(namesrv);
+        // Name server and heartbeat calls get 15 s, not the default 3 s: in a JVM just started on a loaded
+        // 2-core machine Netty's first connect alone can take 2 s of those 3 (a route query then timed out).
+        c.setMqClientApiTimeout(15000);
         c.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
         c.setMaxReconsumeTimes(maxReconsume);
         c.setConsumeMessageBatchMaxSize(1);
