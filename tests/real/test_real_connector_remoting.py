@@ -345,3 +345,54 @@ def test_message_groups_and_delayed_delivery(spark: SparkSession, real_cluster: 
     late = read(spark, real_cluster, topic).where("body = 'late'").collect()
     if real_cluster.dist.major >= 5:
         assert int(late[0]["deliveryTimestamp"].timestamp() * 1000) // 1000 == due // 1000
+
+
+def test_a_java_push_consumer_of_the_same_group_keeps_every_queue(
+    spark: SparkSession, rocketmq5: rc.Cluster
+) -> None:
+    """The reader never joins `consumerGroup`'s rebalance: a Java DefaultMQPushConsumer of the same group
+    keeps all 4 queues while a stream of that group reads and commits, so it receives every message sent
+    before and after the stream ran (a phantom member would have taken half of its queues)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    cluster = rocketmq5
+    topic = new_topic(cluster, 4)
+    group = f"shared-{uuid.uuid4().hex[:8]}"
+    half = 100
+    with ThreadPoolExecutor(1) as pool:
+        java = pool.submit(
+            cluster.java_driver, "PushConsume", topic, group, "0", str(2 * half), "150", "CONSUME_SUCCESS",
+            timeout=200,
+        )  # fmt: skip
+        time.sleep(8)  # the consumer starts, heartbeats and rebalances (it takes every queue)
+        expected = send_orders(spark, cluster, topic, half, "before")
+        query = (
+            spark.readStream.format("rocketmq")
+            .option("nameServer", cluster.namesrv)
+            .option("topic", topic)
+            .option("consumerGroup", group)
+            .option("startingOffsets", "earliest")
+            .load()
+            .writeStream.format("memory")
+            .queryName(f"shared_{uuid.uuid4().hex[:8]}")
+            .trigger(availableNow=True)
+            .start()
+        )
+        try:
+            assert query.awaitTermination(180), "the availableNow stream did not finish within 180 s"
+            assert query.exception() is None
+            read = spark.sql(f"SELECT count(*) AS n FROM {query.name}").collect()[0]["n"]
+        finally:
+            query.stop()
+        assert read == half
+        time.sleep(3)  # past the stream's commit; Java's rebalance runs every 20 s
+        expected += send_orders(spark, cluster, topic, half, "after")
+        lines = java.result(timeout=200)
+    got = [json.loads(m["bodyText"])["order_id"] for m in lines if "bodyText" in m]
+    queues = {m["queueId"] for m in lines if "bodyText" in m}
+    assert sorted(set(got)) == sorted(expected), f"the Java consumer missed {len(set(expected) - set(got))}"
+    assert queues == {0, 1, 2, 3}, queues
+    rc.evidence(
+        f"RocketMQ {cluster.dist.version}: a Java push consumer of {group} received all {len(set(got))} messages "
+        f"on queues {sorted(queues)} while a stream of the same group read and committed {read}"
+    )
