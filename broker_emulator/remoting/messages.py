@@ -4,6 +4,7 @@ the stored-message records of a pull response (apache/rocketmq `MessageDecoder`,
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -13,7 +14,7 @@ from rocketmq_protocol.limits import RESERVED_PROPERTY_KEYS
 from rocketmq_protocol.message_schema import TRANSACTION
 from rocketmq_protocol.remoting.flags import MessageSysFlag
 from rocketmq_protocol.remoting.headers import SendMessageRequestHeader
-from rocketmq_protocol.remoting.message_codec import decode_batch, encode_stored
+from rocketmq_protocol.remoting.message_codec import decode_batch, encode_stored, encode_stored_records
 from rocketmq_protocol.remoting.message_id import create_uniq_id
 from rocketmq_protocol.remoting.properties import (
     CLUSTER,
@@ -28,6 +29,7 @@ from rocketmq_protocol.remoting.properties import (
     UNIQ_KEY,
     build_properties_column,
     decode_properties,
+    parse_properties_column,
 )
 
 from ..core.cluster import Broker
@@ -87,6 +89,9 @@ def send_columns(
     outer = decode_properties(header.properties or "")
     if batch:
         rows = decode_batch(body)
+        fast = _uniform_batch(header, rows, outer, born_host)
+        if fast is not None:
+            return fast
         bodies = rows.column("body").to_pylist()
         raw = rows.column("raw_properties").to_pylist()
         props_list = [{**outer, **decode_properties(r or "")} for r in raw]
@@ -138,6 +143,82 @@ def send_columns(
         compressed=compressed,
         queue_id=None,
         system_properties=system if any(system) else None,
+    )
+
+
+# What `_uniform_batch` reads as columns; any other property must be the same list in every message.
+_BATCH_COLUMNS = (UNIQ_KEY, TAGS, KEYS, SHARDING_KEY, DELAY, TIMER_DELIVER_MS, TIMER_DELAY_SEC, TIMER_DELAY_MS,
+                  TRAN_MSG)  # fmt: skip
+_BATCH_HIDDEN = frozenset({UNIQ_KEY, TAGS, KEYS, SHARDING_KEY})
+
+
+def _uniform_batch(
+    header: SendMessageRequestHeader, rows: pa.RecordBatch, outer: dict[str, str], born_host: str
+) -> SendColumns | None:
+    """`send_columns` of a batch, column-wise, for the usual batch: no batch-level properties, no delay,
+    timer or transaction property, and the same other properties (e.g. WAIT) in every message. The
+    properties are parsed with `parse_properties_column` (the semantics of `decode_properties`: a repeated
+    name's last value wins, empty names and values are skipped). None when the batch is not like that (or
+    not valid UTF-8): `send_columns` then goes message by message."""
+    n = rows.num_rows
+    if outer or not n or header.sys_flag & MessageSysFlag.TRANSACTION_PREPARED:
+        return None
+    try:
+        parsed = parse_properties_column(rows.column("raw_properties"), _BATCH_COLUMNS, _BATCH_HIDDEN)
+        v = parsed.values
+        if any(v[name].null_count < n for name in (DELAY, TIMER_DELIVER_MS, TIMER_DELAY_SEC, TIMER_DELAY_MS)):
+            return None
+        if v[TRAN_MSG].null_count < n:
+            return None
+        others = parsed.others
+        lengths = np.diff(np.asarray(others.offsets, dtype=np.int64))
+        k = int(lengths[0])
+        if (lengths != k).any():
+            return None
+        pairs: list[tuple[str, str]] = []
+        if k:
+            keys, items = others.keys, others.items
+            first_keys, first_items = keys.slice(0, k).to_pylist(), items.slice(0, k).to_pylist()
+            if len(set(first_keys)) != k:
+                return None  # a repeated name: its position follows dict rules, left to the slow path
+            tile = pa.array(np.tile(np.arange(k, dtype=np.int64), n))
+            same = pc.and_(
+                pc.equal(keys, keys.slice(0, k).take(tile)), pc.equal(items, items.slice(0, k).take(tile))
+            )
+            if not pc.all(same).as_py():
+                return None
+            pairs = list(zip(first_keys, first_items, strict=True))
+        ids = v[UNIQ_KEY].to_pylist()
+        tags = v[TAGS].to_pylist()
+        keys_col = v[KEYS]
+        groups_col = v[SHARDING_KEY]
+    except (pa.ArrowException, UnicodeDecodeError):
+        return None
+    if None in ids:
+        ids = [i or create_uniq_id() for i in ids]
+    keys_list = None
+    if keys_col.null_count < n:
+        keys_list = [[k for k in (x or "").split(" ") if k] for x in keys_col.to_pylist()]
+    user = [(a, b) for a, b in pairs if a not in _CONSUMED and a not in RESERVED_PROPERTY_KEYS]
+    system = [(a, b) for a, b in pairs if a not in _CONSUMED and a in RESERVED_PROPERTY_KEYS]
+    bodies = rows.column("body").to_pylist()
+    return SendColumns(
+        n=n,
+        topics_match=True,
+        body=bodies,
+        body_size=list(map(len, bodies)),
+        message_id=ids,
+        tag=tags if v[TAGS].null_count < n else None,
+        keys=keys_list if keys_list is not None and any(keys_list) else None,
+        properties=[user] * n if user else None,
+        born_timestamp=[header.born_timestamp] * n,
+        born_host=[born_host] * n,
+        message_group=groups_col.to_pylist() if groups_col.null_count < n else None,
+        delivery_timestamp=None,
+        message_type=None,
+        compressed=None,
+        queue_id=None,
+        system_properties=[system] * n if system else None,
     )
 
 
@@ -204,6 +285,29 @@ def stored_records(
 ) -> bytes:
     """Stored rows of one queue → the records of a pull response, column by column. `commit`: the rows'
     commit-log offsets when they are not those of (topic, queue_id) (a half message shown as its real topic)."""
+    return encode_stored(**_stored_columns(table, topic, queue_id, broker, cluster_name, commit))
+
+
+def stored_record_buffer(
+    table: pa.Table, topic: str, queue_id: int, broker: Broker, cluster_name: str
+) -> tuple[pa.Buffer, np.ndarray]:
+    """`stored_records` as one buffer, and where each record starts (one more entry: the end)."""
+    return encode_stored_records(**_stored_columns(table, topic, queue_id, broker, cluster_name, None))
+
+
+def store_host(broker: Broker) -> str:
+    """The STOREHOST of the broker's records: its remoting address."""
+    return f"{broker.host}:{broker.remoting_port}"
+
+
+def _stored_columns(
+    table: pa.Table,
+    topic: str,
+    queue_id: int,
+    broker: Broker,
+    cluster_name: str,
+    commit: list[int] | np.ndarray | None,
+) -> dict[str, Any]:
     qoff = _ints(table.column("queue_offset"))
     if commit is None:
         commit = broker.store.commit_offsets(topic, queue_id, qoff)
@@ -223,7 +327,7 @@ def stored_records(
         np.int32(MessageSysFlag.TRANSACTION_COMMIT),
         np.int32(0),
     )
-    return encode_stored(
+    return dict(
         topic=topic,
         queue_id=queue_id,
         queue_offset=qoff,
@@ -233,7 +337,7 @@ def stored_records(
         born_timestamp=_ints(table.column("born_timestamp")),
         store_timestamp=_ints(table.column("store_timestamp")),
         born_host=born_host,
-        store_host=f"{broker.host}:{broker.remoting_port}",
+        store_host=store_host(broker),
         sysflag=sysflag,
         reconsume_times=_ints(table.column("reconsume_times")),
         # Clients do not check BODYCRC (MessageDecoder is called with checkCRC=false): it is left 0 rather

@@ -24,7 +24,7 @@ from rocketmq_protocol.remoting.headers import (
     SendMessageResponseHeader,
     send_header_from_ext_fields,
 )
-from rocketmq_protocol.remoting.message_id import create_offset_message_id
+from rocketmq_protocol.remoting.message_id import create_offset_message_id, join_offset_message_ids
 from rocketmq_protocol.remoting.properties import DELAY, PGROUP, decode_properties
 
 from ..core.delay import TIMER_TOPIC
@@ -110,10 +110,8 @@ async def send_message(self: RemotingBroker, conn: Connection, cmd: RemotingComm
     for qid in np.unique(result.queue_ids[normal]) if normal.any() else []:
         rows = normal & (result.queue_ids == qid)
         commit[rows] = store.commit_offsets(topic, int(qid), offsets[rows])
-    host, port = self.broker.host, self.broker.remoting_port
-    ids = [create_offset_message_id(host, port, int(c)) for c in commit]
     header = SendMessageResponseHeader(
-        msg_id=",".join(ids),
+        msg_id=join_offset_message_ids(self.broker.host, self.broker.remoting_port, commit),
         queue_id=int(result.queue_ids[0]),
         queue_offset=int(result.offsets[0]),
         transaction_id=txs[0] or result.message_ids[0].as_py(),

@@ -17,6 +17,7 @@ import itertools
 import struct
 import zlib
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -45,6 +46,7 @@ __all__ = [
     "decode_stored",
     "encode_batch",
     "encode_stored",
+    "encode_stored_records",
     "record_starts",
 ]
 
@@ -503,20 +505,32 @@ def _fixed_rows(rows: np.ndarray) -> pa.Array:
     return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(flat)])
 
 
-def _join_bytes(pieces: list[pa.Array]) -> bytes:
-    """Row i of every piece, concatenated, for all rows: the bytes of binary_join_element_wise's data."""
+def _join_buffer(pieces: list[pa.Array]) -> pa.Buffer:
+    """Row i of every piece, concatenated, for all rows: binary_join_element_wise's data, not copied."""
     joined = pc.binary_join_element_wise(
         *[p.cast(pa.large_binary()) for p in pieces], pa.scalar(b"", pa.large_binary())
     )
     data = joined.buffers()[2]
     if data is None or not len(joined):
-        return b""
+        return pa.py_buffer(b"")
     offsets = np.frombuffer(joined.buffers()[1], dtype=np.int64)
     first, last = int(offsets[joined.offset]), int(offsets[joined.offset + len(joined)])
-    return data.slice(first, last - first).to_pybytes()
+    return data.slice(first, last - first)
 
 
-def encode_stored(
+def _join_bytes(pieces: list[pa.Array]) -> bytes:
+    """Row i of every piece, concatenated, for all rows, as bytes."""
+    return _join_buffer(pieces).to_pybytes()
+
+
+def encode_stored(**columns: Any) -> bytes:
+    """Stored-message records from columns (a pull-response body); the inverse of `decode_stored`. Takes
+    the keywords of `encode_stored_records`."""
+    data, _ = encode_stored_records(**columns)
+    return data.to_pybytes()
+
+
+def encode_stored_records(
     *,
     topic: pa.Array | str,
     queue_id: pa.Array | np.ndarray | int,
@@ -533,8 +547,9 @@ def encode_stored(
     reconsume_times: pa.Array | np.ndarray | int = 0,
     prepared_transaction_offset: pa.Array | np.ndarray | int = 0,
     body_crc: pa.Array | np.ndarray | None = None,
-) -> bytes:
-    """Stored-message records from columns (a pull-response body); the inverse of `decode_stored`.
+) -> tuple[pa.Buffer, np.ndarray]:
+    """Stored-message records from columns, back to back, and where each starts (int64, one more than the
+    records: the last is the end), so callers can keep the records and cut runs of them out later.
 
     `body` is written as given (already compressed if sysflag says COMPRESSED). The IPv6 host bits of
     `sysflag` are set from the hosts; a topic over 127 bytes gets MAGIC_V2. `body_crc` (crc32 & 0x7FFFFFFF
@@ -612,7 +627,9 @@ def encode_stored(
     tlen_bytes[~v2, 0] = tl[~v2, 1]
     tlen_col = _variable_rows(tlen_bytes, topic_prefix)
     plen_col = _fixed_rows(props_len.astype(">u2").view(np.uint8).reshape(n, 2))
-    return _join_bytes([headers, body_arr, tlen_col, topic_arr, plen_col, props_arr])
+    starts = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(size, out=starts[1:])
+    return _join_buffer([headers, body_arr, tlen_col, topic_arr, plen_col, props_arr]), starts
 
 
 def _variable_rows(rows: np.ndarray, lengths: np.ndarray) -> pa.Array:

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .columns import hex_upper
+
 __all__ = [
     "OffsetMessageId",
     "UniqIdGenerator",
@@ -25,6 +27,7 @@ __all__ = [
     "create_offset_message_id",
     "create_uniq_id",
     "decode_offset_message_id",
+    "join_offset_message_ids",
     "parse_uniq_id",
 ]
 
@@ -42,6 +45,21 @@ def create_offset_message_id(host: str, port: int, commit_log_offset: int) -> st
     """Upper-case hex of IP (4 or 16 bytes) + port (int32) + commit-log offset (int64): 32 or 56 chars."""
     ip = ipaddress.ip_address(host).packed
     return (ip + struct.pack(">iq", port, commit_log_offset)).hex().upper()
+
+
+def join_offset_message_ids(host: str, port: int, commit_log_offsets: np.ndarray) -> str:
+    """`create_offset_message_id` of each offset, joined by commas (a batch send's `msgId`), column-wise."""
+    offsets = np.asarray(commit_log_offsets, dtype=np.int64)
+    n = len(offsets)
+    if not n:
+        return ""
+    prefix = ipaddress.ip_address(host).packed + struct.pack(">i", port)
+    raw = np.empty((n, len(prefix) + 8), dtype=np.uint8)
+    raw[:, : len(prefix)] = np.frombuffer(prefix, dtype=np.uint8)
+    raw[:, len(prefix) :] = offsets.astype(">i8").view(np.uint8).reshape(n, 8)
+    text = np.full((n, raw.shape[1] * 2 + 1), ord(","), dtype=np.uint8)
+    text[:, :-1] = hex_upper(raw)
+    return text.tobytes()[:-1].decode("ascii")
 
 
 def decode_offset_message_id(msg_id: str) -> OffsetMessageId:
