@@ -155,13 +155,18 @@ _BATCH_HIDDEN = frozenset({UNIQ_KEY, TAGS, KEYS, SHARDING_KEY})
 def _uniform_batch(
     header: SendMessageRequestHeader, rows: pa.RecordBatch, outer: dict[str, str], born_host: str
 ) -> SendColumns | None:
-    """`send_columns` of a batch, column-wise, for the usual batch: no batch-level properties, no delay,
-    timer or transaction property, and the same other properties (e.g. WAIT) in every message. The
+    """`send_columns` of a batch, column-wise, for the usual batch: no delay, timer or transaction property,
+    batch-level properties (header `i`, e.g. WAIT) none of the column ones, and the same other properties
+    in every message. The
     properties are parsed with `parse_properties_column` (the semantics of `decode_properties`: a repeated
     name's last value wins, empty names and values are skipped). None when the batch is not like that (or
     not valid UTF-8): `send_columns` then goes message by message."""
     n = rows.num_rows
-    if outer or not n or header.sys_flag & MessageSysFlag.TRANSACTION_PREPARED:
+    if (
+        not n
+        or header.sys_flag & MessageSysFlag.TRANSACTION_PREPARED
+        or not outer.keys().isdisjoint(_BATCH_COLUMNS)
+    ):
         return None
     try:
         parsed = parse_properties_column(rows.column("raw_properties"), _BATCH_COLUMNS, _BATCH_HIDDEN)
@@ -188,6 +193,7 @@ def _uniform_batch(
             if not pc.all(same).as_py():
                 return None
             pairs = list(zip(first_keys, first_items, strict=True))
+        pairs = list({**outer, **dict(pairs)}.items())  # as each message's {**outer, **inner}
         ids = v[UNIQ_KEY].to_pylist()
         tags = v[TAGS].to_pylist()
         keys_col = v[KEYS]

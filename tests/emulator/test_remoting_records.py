@@ -116,13 +116,14 @@ BATCHES = {
 }
 
 
+@pytest.mark.parametrize("outer", ["", f"WAIT{S}true{E}", f"WAIT{S}false{E}u{S}outer{E}", f"TAGS{S}o{E}"])
 @pytest.mark.parametrize("name", list(BATCHES))
-def test_batch_columns_equal_message_by_message(name: str) -> None:
+def test_batch_columns_equal_message_by_message(name: str, outer: str) -> None:
     props = BATCHES[name]
     body = encode_batch(pa.array([b"b%d" % i for i in range(len(props))]), pa.array(props))
     header = SendMessageRequestHeader(
         producer_group="g", topic="t", default_topic="TBW102", default_topic_queue_nums=4, queue_id=0,
-        sys_flag=0, born_timestamp=1, flag=0, properties="", reconsume_times=0,
+        sys_flag=0, born_timestamp=1, flag=0, properties=outer, reconsume_times=0,
     )  # fmt: skip
     with (
         mock.patch.object(messages, "create_uniq_id", lambda: "GENERATED"),
