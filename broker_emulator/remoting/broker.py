@@ -16,7 +16,6 @@ from ..core.cluster import Broker, Cluster
 from ..core.long_polling import LongPollingService
 from . import admin, clients, pulling, sending
 from .access import refusal
-from .record_cache import RecordCache
 from .server import Connection, Handler
 
 log = logging.getLogger(__name__)
@@ -29,7 +28,6 @@ class RemotingBroker:
         self.polling = polling
         self.client_conns: dict[str, Connection] = {}  # client id → the connection of its last heartbeat
         self.locks: dict[tuple[str, str, str, int], tuple[str, float]] = {}  # LOCK_BATCH_MQ owners
-        self.records = RecordCache(broker, cluster.config.cluster_name)  # pull bodies, encoded once
 
     def handlers(self) -> dict[int, Handler]:
         table = {

@@ -201,7 +201,7 @@ def _uniform_batch(
     except (pa.ArrowException, UnicodeDecodeError):
         return None
     if None in ids:
-        ids = [i or create_uniq_id() for i in ids]
+        ids = [i or MADE_UP_ID + create_uniq_id() for i in ids]  # a batch: as the message-by-message path
     keys_list = None
     if keys_col.null_count < n:
         keys_list = [[k for k in (x or "").split(" ") if k] for x in keys_col.to_pylist()]

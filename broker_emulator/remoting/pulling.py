@@ -83,7 +83,7 @@ async def pull_message(self: RemotingBroker, conn: Connection, cmd: RemotingComm
     code = pull_code(result)
     body = b""
     if result.status == FOUND and result.table is not None:
-        body = self.records.body(result, topic, qid)  # records encoded once per segment (record_cache)
+        body = stored_records(result.table, topic, qid, self.broker, self.cluster.config.cluster_name)
     return cmd.response(code, ext_fields=header.to_ext_fields(), body=body)
 
 

@@ -1,11 +1,9 @@
-"""The remoting front end's per-segment record cache and column-wise batch decode give exactly what the
+"""The remoting front end's column-wise batch decode and msgId join give exactly what the
 message-by-message paths give."""
 
 from __future__ import annotations
 
 import dataclasses
-import random
-import uuid
 from unittest import mock
 
 import numpy as np
@@ -13,82 +11,9 @@ import pyarrow as pa
 import pytest
 
 import broker_emulator.remoting.messages as messages
-from broker_emulator.core.filtering import FILTER_TAG, parse_filter
-from broker_emulator.core.send_columns import SendColumns, message_columns
-from broker_emulator.core.store.message_store import FOUND, MessageStore
-from broker_emulator.remoting.messages import stored_records
-from broker_emulator.remoting.record_cache import RecordCache
 from rocketmq_protocol.remoting.headers import SendMessageRequestHeader
 from rocketmq_protocol.remoting.message_codec import encode_batch
 from rocketmq_protocol.remoting.message_id import create_offset_message_id, join_offset_message_ids
-
-
-class _Broker:
-    host = "127.0.0.1"
-    remoting_port = 10911
-
-    def __init__(self, store: MessageStore) -> None:
-        self.store = store
-
-
-def _store(n: int, seed: int) -> MessageStore:
-    """One queue of `n` messages with three tags, appended in runs of 1 to 1000 (merged and own segments)."""
-    rng = random.Random(seed)
-    store = MessageStore("b")
-    store.create_topic("t", 1)
-    bodies = [b"m%d" % i * rng.randint(1, 4) for i in range(n)]
-    cols = SendColumns(
-        n=n, topics_match=True, body=bodies, body_size=[len(b) for b in bodies],
-        message_id=[uuid.uuid4().hex for _ in range(n)], tag=["a", "b", None][:3] * (n // 3) + ["a"] * (n % 3),
-        keys=None, properties=None, born_timestamp=[1_700_000_000_000] * n, born_host=["10.0.0.5"] * n,
-        message_group=None, delivery_timestamp=None, message_type=None, compressed=None, queue_id=None,
-    )  # fmt: skip
-    mcols = message_columns(cols, bodies, None, 0)
-    start = 0
-    while start < n:
-        k = rng.choice([1, 5, 300, 1000])
-        store.append("t", 0, mcols.take(np.arange(start, min(start + k, n))))
-        start += k
-    return store
-
-
-@pytest.mark.parametrize("max_bytes", [1 << 30, 200_000])
-def test_cached_records_equal_encoding_each_pull(max_bytes: int) -> None:
-    store = _store(6000, seed=max_bytes)
-    broker = _Broker(store)
-    cache = RecordCache(broker, "cluster", max_bytes=max_bytes)  # type: ignore[arg-type]
-    for expr in ("*", "a || b", "b"):
-        flt = parse_filter(FILTER_TAG, expr)
-        for size in (7, 1000, 8192):
-            offset = 0
-            while offset < 6000:
-                r = store.get("t", 0, offset, size, None, flt)
-                if r.status == FOUND:
-                    want = stored_records(r.table, "t", 0, broker, "cluster")  # type: ignore[arg-type]
-                    assert cache.body(r, "t", 0) == want, (expr, size, offset)
-                offset = r.next_offset
-    if max_bytes < 1 << 30:
-        assert cache.nbytes <= max_bytes or len(cache._lru) == 1
-
-
-def test_segment_growth_is_encoded_on_the_next_pull() -> None:
-    store = _store(10, seed=1)
-    broker = _Broker(store)
-    cache = RecordCache(broker, "c")  # type: ignore[arg-type]
-    first = store.get("t", 0, 0, 100)
-    cache.body(first, "t", 0)
-    more = store.get("t", 0, 0, 1)  # a segment of the same store grows by single appends
-    cols = message_columns(
-        SendColumns(n=1, topics_match=True, body=[b"late"], body_size=[4], message_id=["X"], tag=None,
-                    keys=None, properties=None, born_timestamp=None, born_host=None, message_group=None,
-                    delivery_timestamp=None, message_type=None, compressed=None, queue_id=None),
-        [b"late"], None, 0,
-    )  # fmt: skip
-    for _ in range(5):
-        store.append("t", 0, cols)
-    r = store.get("t", 0, 0, 100)
-    assert r.count == 15 and more.count == 1
-    assert cache.body(r, "t", 0) == stored_records(r.table, "t", 0, broker, "c")  # type: ignore[arg-type]
 
 
 def test_joined_offset_message_ids() -> None:

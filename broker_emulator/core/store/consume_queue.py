@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -30,10 +29,6 @@ class Segment:
     position: int  # commit-log position of the first record contributing to this segment
     size: int  # bytes of commit-log records contributing to this segment
     count: int = field(init=False)
-    # What front ends derive from the segment's rows and keep while the segment lives (e.g. the rows in a
-    # wire encoding), by the front end's key. Rows are never changed once stored, only appended: an entry
-    # covers the rows it was made from, and its owner extends it when the segment has grown.
-    derived: dict[str, Any] = field(init=False, default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         self.count = sum(p.num_rows for p in self.parts)
@@ -52,14 +47,6 @@ class Segment:
         self.parts.append(batch)
         self.count += batch.num_rows
         self.size += size
-
-
-def rows_of(spans: list[tuple[Segment, int, int]]) -> pa.Table:
-    """The rows of `spans` (see `ConsumeQueue.spans`) as one table of slices."""
-    if not spans:
-        return MESSAGE_SCHEMA.empty_table()
-    parts = [seg.batch.slice(lo, hi - lo) for seg, lo, hi in spans]
-    return pa.Table.from_batches(parts, schema=MESSAGE_SCHEMA)
 
 
 class ConsumeQueue:
@@ -100,27 +87,22 @@ class ConsumeQueue:
         ts = batch.column(MESSAGE_SCHEMA.get_field_index("store_timestamp"))
         self.last_store_timestamp = ts[n - 1].value
 
-    def spans(self, offset: int, limit: int) -> list[tuple[Segment, int, int]]:
-        """Where the rows with offsets in [offset, min(offset+limit, max_offset)) are: (segment, first row,
-        end row) per segment, in offset order."""
+    def read(self, offset: int, limit: int) -> pa.Table:
+        """Rows with offsets in [offset, min(offset+limit, max_offset)): slices of the segments."""
         end = min(offset + limit, self.max_offset)
         offset = max(offset, self.min_offset)
         if end <= offset:
-            return []
+            return MESSAGE_SCHEMA.empty_table()
         i = max(bisect.bisect_right(self._bases, offset) - 1, 0)
-        out = []
+        parts = []
         while i < len(self.segments) and self.segments[i].base < end:
             seg = self.segments[i]
             lo = max(offset, seg.base) - seg.base
             hi = min(end, seg.end) - seg.base
             if hi > lo:
-                out.append((seg, lo, hi))
+                parts.append(seg.batch.slice(lo, hi - lo))
             i += 1
-        return out
-
-    def read(self, offset: int, limit: int) -> pa.Table:
-        """Rows with offsets in [offset, min(offset+limit, max_offset)): slices of the segments."""
-        return rows_of(self.spans(offset, limit))
+        return pa.Table.from_batches(parts, schema=MESSAGE_SCHEMA)
 
     def search_offset(self, timestamp_ms: int) -> int:
         """First offset whose store timestamp is >= timestamp_ms; max_offset when every message is older."""

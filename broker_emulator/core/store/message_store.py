@@ -17,7 +17,7 @@ from rocketmq_protocol.message_schema import MESSAGE_SCHEMA, ipc_to_table, table
 
 from ..filtering import MATCH_ALL, MessageFilter
 from .commitlog import CommitLog, Record, RecordKind
-from .consume_queue import ConsumeQueue, Segment, rows_of
+from .consume_queue import ConsumeQueue
 from .journal import JournaledTable
 from .records import MessageColumns
 
@@ -58,10 +58,6 @@ class GetResult:
     min_offset: int
     max_offset: int
     table: pa.Table | None = None
-    # Where the rows of `table` are stored (FOUND only): the scanned (segment, first row, end row) spans, and
-    # the positions in that scan of the rows returned (None: the scan's first `count` rows).
-    spans: list[tuple[Segment, int, int]] | None = None
-    rows: np.ndarray | None = None
 
     @property
     def count(self) -> int:
@@ -255,10 +251,9 @@ class MessageStore:
             if offset > hi:
                 return GetResult(OFFSET_ILLEGAL, hi, lo, hi)
             max_messages = max(1, max_messages)
-            spans = cq.spans(
+            scanned = cq.read(
                 offset, max(MIN_SCAN_ENTRIES, max_messages) if not flt.match_all else max_messages
             )
-            scanned = rows_of(spans)
         n = scanned.num_rows
         mask = flt.mask(scanned)
         if mask is None:
@@ -281,11 +276,7 @@ class MessageStore:
             next_offset = selected.column("queue_offset")[-1].as_py() + 1
         else:
             next_offset = offset + n
-        rows = None
-        if mask is not None:
-            keep = pc.fill_null(mask, False).to_numpy(zero_copy_only=False)
-            rows = np.flatnonzero(keep.astype(bool, copy=False))[: selected.num_rows]
-        return GetResult(FOUND, next_offset, lo, hi, selected, spans, rows)
+        return GetResult(FOUND, next_offset, lo, hi, selected)
 
     def search_offset(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
         with self.lock:
