@@ -23,31 +23,9 @@ import sys
 import time
 from typing import Any
 
+from benchmarks.discard_sink import discard_source
+
 SINKS = ("rocketmq", "discard")
-
-
-def _discard_source() -> type:
-    from dataclasses import dataclass
-
-    from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
-
-    @dataclass
-    class Count(WriterCommitMessage):
-        rows: int
-
-    class Discard(DataSourceArrowWriter):
-        def write(self, iterator):  # type: ignore[no-untyped-def]
-            return Count(sum(b.num_rows for b in iterator))
-
-    class DiscardSource(DataSource):
-        @classmethod
-        def name(cls) -> str:
-            return "discard"
-
-        def writer(self, schema, overwrite):  # type: ignore[no-untyped-def]
-            return Discard()
-
-    return DiscardSource
 
 
 def measure_here(endpoints: str, messages: int, size: int, sink: str, topic: str) -> dict[str, Any]:
@@ -60,7 +38,7 @@ def measure_here(endpoints: str, messages: int, size: int, sink: str, topic: str
     session_s = time.perf_counter() - t0
     try:
         if sink == "discard":
-            spark.dataSource.register(_discard_source())
+            spark.dataSource.register(discard_source())
             opts: dict[str, str] = {}
         else:
             opts = {"endpoints": endpoints, "topic": topic}

@@ -72,9 +72,16 @@ def stream_read(
 ) -> float:
     """`readStream` + `trigger(availableNow=True)` → `noop` over the whole topic; messages/s from
     `start()` to termination. Fails unless the query's progress reports exactly `messages` rows."""
+    df = spark.readStream.format(fmt).options(**_reader_options(endpoints, topic)).load()
+    return available_now_rate(df, messages)
+
+
+def available_now_rate(df: DataFrame, messages: int, label: str = "") -> float:
+    """Runs the streaming `df` → `noop` with `trigger(availableNow=True)`; messages/s from `start()` to
+    termination. Fails unless the query's progress reports exactly `messages` rows."""
+    what = f"{label}: " if label else ""
     checkpoint = tempfile.mkdtemp(prefix="bench-stream-")
     try:
-        df = spark.readStream.format(fmt).options(**_reader_options(endpoints, topic)).load()
         t0 = time.perf_counter()
         q = (
             df.writeStream.format("noop")
@@ -84,11 +91,13 @@ def stream_read(
         )
         if not q.awaitTermination(QUERY_TIMEOUT_S):
             q.stop()
-            raise RuntimeError(f"the availableNow stream read did not finish within {QUERY_TIMEOUT_S} s")
+            raise RuntimeError(
+                f"{what}the availableNow stream read did not finish within {QUERY_TIMEOUT_S} s"
+            )
         dt = time.perf_counter() - t0
         rows = sum(p["numInputRows"] for p in q.recentProgress)
         if rows != messages:
-            raise RuntimeError(f"the stream read {rows} rows, expected {messages}")
+            raise RuntimeError(f"{what}the stream read {rows} rows, expected {messages}")
         return messages / dt
     finally:
         shutil.rmtree(checkpoint, ignore_errors=True)

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -111,26 +110,8 @@ def batch_read(spark: SparkSession, stack: Stack, topic: str, messages: int) -> 
 
 
 def stream_read(spark: SparkSession, stack: Stack, topic: str, messages: int) -> float:
-    checkpoint = tempfile.mkdtemp(prefix="bench-anchor-stream-")
-    try:
-        df = spark.readStream.format(stack.fmt).options(**stack.read_options(topic)).load()
-        t0 = time.perf_counter()
-        q = (
-            df.writeStream.format("noop")
-            .trigger(availableNow=True)
-            .option("checkpointLocation", checkpoint)
-            .start()
-        )
-        if not q.awaitTermination(spark_reads.QUERY_TIMEOUT_S):
-            q.stop()
-            raise RuntimeError(f"{stack.label}: the availableNow stream read did not finish in time")
-        dt = time.perf_counter() - t0
-        rows = sum(p["numInputRows"] for p in q.recentProgress)
-        if rows != messages:
-            raise RuntimeError(f"{stack.label}: the stream read {rows} rows, expected {messages}")
-        return messages / dt
-    finally:
-        shutil.rmtree(checkpoint, ignore_errors=True)
+    df = spark.readStream.format(stack.fmt).options(**stack.read_options(topic)).load()
+    return spark_reads.available_now_rate(df, messages, stack.label)
 
 
 def latency(spark: SparkSession, stack: Stack, samples: int, interval_s: float) -> tuple[float, float]:

@@ -17,11 +17,11 @@ import signal
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from benchmarks.discard_sink import discard_source
 from benchmarks.raw_throughput import start_emulator
 from connector.options import parse_writer_options
 from connector.producer import Producer
@@ -88,28 +88,11 @@ def spark_ratio(
 
     Uses `spark` when given (left running), else a session of its own from spark-defaults.conf."""
     from pyspark.sql import functions as F
-    from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
-
-    @dataclass
-    class Count(WriterCommitMessage):
-        rows: int
-
-    class Discard(DataSourceArrowWriter):
-        def write(self, iterator):  # type: ignore[no-untyped-def]
-            return Count(sum(b.num_rows for b in iterator))
-
-    class DiscardSource(DataSource):
-        @classmethod
-        def name(cls) -> str:
-            return "discard"
-
-        def writer(self, schema, overwrite):  # type: ignore[no-untyped-def]
-            return Discard()
 
     own = spark is None
     if spark is None:
         spark = spark_session("write-benchmark")
-    spark.dataSource.register(DiscardSource)
+    spark.dataSource.register(discard_source())
     pad = "x" * (size - 20)
     df = spark.range(messages).select(F.format_string(f"%020d{pad}", "id").cast("binary").alias("body"))
 
