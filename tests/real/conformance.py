@@ -908,8 +908,8 @@ _UNIMPLEMENTED = (
     "them because the connector's reader needs them",
 )
 _FORBIDDEN = (
-    "a signed request the account lacks the permission for: the emulator answers FORBIDDEN, as SPEC §3.9 asks, "
-    "so a client can tell a missing grant from bad credentials; Apache's 5.5 proxy answers UNAUTHORIZED for "
+    "a signed request the account lacks the permission for: the emulator answers FORBIDDEN, as docs/design.md "
+    "(Security) specifies, so a client can tell a missing grant from bad credentials; Apache's 5.5 proxy answers UNAUTHORIZED for "
     "failed authentication and failed authorization alike (its ResponseBuilder maps AuthorizationException to "
     "UNAUTHORIZED), with the reason in the message"
 )

@@ -3,8 +3,8 @@ authentication and authorization on, over gRPC v2 (the 5.x proxy) and remoting (
 the 4.9.x broker, ACL 1.0 with plain_acl.yml), comparing what a client observes for an unsigned request,
 a wrong secret, an unknown access key, a user lacking the permission, and an allowed request.
 
-One description of the accounts (`ACCOUNTS`) gives both configurations: the emulator's ACL file (SPEC
-§3.9) and a `plain_acl.yml`, which RocketMQ 4.9.x reads natively and which a 5.x broker with
+One description of the accounts (`ACCOUNTS`) gives both configurations: the emulator's ACL file (docs/design.md,
+"Security") and a `plain_acl.yml`, which RocketMQ 4.9.x reads natively and which a 5.x broker with
 `migrateAuthFromV1Enabled` turns into ACL 2.0 users and policies when it starts (its admin account
 becomes a super user, which the proxy also uses to call the broker).
 
@@ -48,7 +48,7 @@ ACCOUNTS: dict[str, tuple[str, bool, dict[str, str], dict[str, str]]] = {
 
 
 def emulator_acl() -> dict:
-    """The emulator's ACL (SPEC §3.9) for ACCOUNTS."""
+    """The emulator's ACL (docs/design.md, "Security") for ACCOUNTS."""
     return {
         "accounts": [
             {"accessKey": ak, "secretKey": sk, "admin": admin, "topics": topics, "groups": groups}

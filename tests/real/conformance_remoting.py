@@ -534,7 +534,7 @@ _V4 = "RocketMQ 4.9.x behaviour; the emulator follows 5.x here (as RocketMQ 5.5.
 _GET = (
     "ACL 2.0 asks the Get action for GET_MAX_OFFSET (and the other offset lookups annotated with Action.GET), "
     "which a user granted SUB only (as plain_acl.yml migrated to 5.x gives) lacks; the emulator's ACL has PUB "
-    "and SUB only (SPEC §3.9) and lets SUB on the topic read its offsets, as RocketMQ 4.x does"
+    'and SUB only (docs/design.md, "Security") and lets SUB on the topic read its offsets, as RocketMQ 4.x does'
 )
 _ACL1 = (
     "RocketMQ 4.9.x behaviour (ACL 1.0: the AclException of its PlainPermissionManager is answered SYSTEM_ERROR, "

@@ -1,6 +1,6 @@
 """Apache's Go client (github.com/apache/rocketmq-client-go/v2) against the emulator's remoting name server
 and broker, and the same driver against real RocketMQ 5.x and 4.9.x first, so what it checks is what a real
-broker gives that client (SPEC §3.10: "its C++ and Go clients work unchanged").
+broker gives that client (docs/protocols.md, "Remoting": real clients work unchanged).
 
 tests/real/go/main.go produces single, batch and orderly (hash queue selector on a sharding key) messages
 with tags, keys and properties, then reads them all back with a push consumer and a pull consumer, each in
