@@ -54,22 +54,30 @@ class RocketMQError(ConnectorError):
         return (type(self), (self.code, self.message, self.endpoint, self.rpc, self.kind, self._code_name))
 
 
+PERMISSIONS_NEEDED = (
+    "the account needs PUB on the topic to write, SUB on the topic and the consumer group to read "
+    "(with RocketMQ's ACL 2.0: Pub on the topic to write; Sub and Get on the topic and on the group to read)"
+)
+
+
+def access_hint(kind: ErrorKind) -> str:
+    """What to check after an ACL refusal of `kind` (UNAUTHORIZED: the credentials first)."""
+    if kind == ErrorKind.UNAUTHORIZED:
+        # Apache's 5.x proxy answers UNAUTHORIZED for a missing permission too (its message says which).
+        return f"check options 'accessKey' and 'secretKey'; if they are right, {PERMISSIONS_NEEDED}"
+    return PERMISSIONS_NEEDED
+
+
 class AccessDeniedError(RocketMQError):
     """The endpoint refused the request: UNAUTHORIZED (credentials missing, unknown or wrong) or FORBIDDEN
     (the account lacks a permission). Never retried; the message names the endpoint, the RPC and the reason."""
 
     def _describe(self) -> str:
-        permissions = (
-            "the account needs PUB on the topic to write, SUB on the topic and the consumer group to read"
-        )
         if self.kind == ErrorKind.UNAUTHORIZED:
             what = f"rejected the credentials ({self.code_name})"
-            # Apache's 5.x proxy answers UNAUTHORIZED for a missing permission too (its message says which).
-            hint = f"check options 'accessKey' and 'secretKey'; if they are right, {permissions}"
         else:
             what = f"refused the request ({self.code_name})"
-            hint = permissions
-        return f"endpoint {self.endpoint} {what} for {self.rpc}: {self.message} ({hint})"
+        return f"endpoint {self.endpoint} {what} for {self.rpc}: {self.message} ({access_hint(self.kind)})"
 
 
 def broker_error(

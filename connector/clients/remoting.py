@@ -64,10 +64,11 @@ from rocketmq_protocol.remoting.properties import parse_properties_column
 from rocketmq_protocol.remoting.route import MASTER_ID, TopicRouteData
 
 from ..config import FILTER_SQL, ClientConfig, FilterSpec
-from ..errors import ConnectorError, ErrorKind, RocketMQError, broker_error
+from ..errors import ConnectorError, ErrorKind, RocketMQError
 from ..queues import MessageQueue, RouteEntry, queue_sort_key
 from .base import DEFAULT_TIMEOUT_MS, PullResult, PullStatus, RocketMQClient
 from .remoting_connection import ConnectionLost, ConnectionPool, RemotingConnection
+from .remoting_errors import code_name, code_name_of_request, remoting_error
 from .remoting_send import DELAY_LEVELS_MS, RemotingSendEncoder, SendCall, parse_delay_levels
 from .retrying import Transient, call_with_retries, tls_handshake_message
 
@@ -107,60 +108,6 @@ _PULL_CODES = {
 DEFAULT_TOPIC = "TBW102"
 #: The group of the pulls that read one message's store time (offsets by timestamp).
 TIME_PROBE_GROUP = "spark-rocketmq-time-probe"
-
-
-def code_name(code: int) -> str:
-    """The apache/rocketmq `ResponseCode` name of a number (`CODE_<n>` when unknown)."""
-    try:
-        return ResponseCode(code).name
-    except ValueError:
-        return f"CODE_{code}"
-
-
-def code_name_of_request(code: int) -> str:
-    try:
-        return RequestCode(code).name
-    except ValueError:
-        return f"request {code}"
-
-
-_FORBIDDEN_WORDS = (
-    "authoriz",
-    "denied",
-    "deny",
-    "lacks",
-    "no permission",
-    "not permitted",
-    "forbidden",
-    "perm",
-)
-_UNAUTHORIZED_WORDS = ("signature", "accesskey", "access key", "authenticat", "user", "credential")
-
-
-def _access_kind(code: int, remark: str) -> ErrorKind | None:
-    """UNAUTHORIZED / FORBIDDEN for an ACL refusal: ACL 2.0 answers NO_PERMISSION (5.3+; `[authorization]`
-    or `[authentication]` in the remark), ACL 1.0 (4.x to 5.2) SYSTEM_ERROR with the AclException's text.
-    A missing permission wins over words about the credentials ("access key 'x' lacks SUB ...")."""
-    text = (remark or "").lower()
-    if code == _R.NO_PERMISSION:
-        if any(w in text for w in _FORBIDDEN_WORDS):
-            return ErrorKind.FORBIDDEN
-        if any(w in text for w in _UNAUTHORIZED_WORDS):
-            return ErrorKind.UNAUTHORIZED
-        return ErrorKind.FORBIDDEN
-    if code == _R.SYSTEM_ERROR and ("acl" in text or "signature" in text or "accesskey" in text):
-        if any(w in text for w in _FORBIDDEN_WORDS):
-            return ErrorKind.FORBIDDEN
-        return ErrorKind.UNAUTHORIZED
-    return None
-
-
-def remoting_error(code: int, remark: str | None, address: str, rpc: str) -> RocketMQError:
-    """The exception for an error response, with its neutral kind."""
-    kind = _access_kind(code, remark or "")
-    if kind is None:
-        kind = ErrorKind.TOPIC_NOT_FOUND if code == _R.TOPIC_NOT_EXIST else ErrorKind.OTHER
-    return broker_error(kind, code, code_name(code), remark or "", address, rpc)
 
 
 def tls_context(config: ClientConfig) -> ssl.SSLContext | None:

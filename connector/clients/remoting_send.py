@@ -18,7 +18,7 @@ Outcomes (`MQClientAPIImpl.processSendResponse`): SUCCESS and the three "stored 
 FLUSH_DISK_TIMEOUT, FLUSH_SLAVE_TIMEOUT and SLAVE_NOT_AVAILABLE are OK; SYSTEM_ERROR, SYSTEM_BUSY,
 SERVICE_NOT_AVAILABLE, GO_AWAY, FLOW_CONTROL and the transport's failures are retryable (`DefaultMQProducer`
 `retryResponseCodes`, without TOPIC_NOT_EXIST and NO_PERMISSION: an unknown topic or a refused account
-fails fast); anything else (MESSAGE_ILLEGAL, INVALID_PARAMETER, ...) rejects the request.
+fails fast, as does ACL 1.0's SYSTEM_ERROR refusal); anything else (MESSAGE_ILLEGAL, INVALID_PARAMETER, ...) rejects the request.
 """
 
 from __future__ import annotations
@@ -50,10 +50,12 @@ from rocketmq_protocol.remoting.properties import (
     build_properties_column,
 )
 
+from ..errors import access_hint
 from ..queues import MessageQueue
 from ..sink_rows import CheckedRows
 from .base import SEND_OK, EncodedRows, SendEncoder, SendOutcome, SendStatus
 from .remoting_connection import ConnectionLost
+from .remoting_errors import access_kind, code_name
 
 if TYPE_CHECKING:
     from .remoting import RemotingClient
@@ -360,14 +362,15 @@ class SendCall:
 
 
 def send_outcome(code: int, remark: str | None) -> SendOutcome:
-    """A send response code as a neutral outcome."""
+    """A send response code as a neutral outcome; an ACL refusal (also ACL 1.0's SYSTEM_ERROR) is rejected
+    with what to check, not retried."""
     if code in OK_CODES:
         return SEND_OK
-    try:
-        name = ResponseCode(code).name
-    except ValueError:
-        name = f"CODE_{code}"
+    name = code_name(code)
     reason = f"{name} ({code}): {remark or ''}"
+    kind = access_kind(code, remark)
+    if kind is not None:
+        return SendOutcome(SendStatus.REJECTED, f"{reason} ({access_hint(kind)})", name)
     if code in RETRYABLE_CODES:
         return SendOutcome(SendStatus.RETRYABLE, reason, name, backoff=code in BACKOFF_CODES)
     return SendOutcome(SendStatus.REJECTED, reason, name)

@@ -32,6 +32,8 @@ TOPIC = "acl-orders"  # acl-pub may send to it, acl-sub may read it (the gRPC sc
 RTOPIC = "acl-orders-r"  # the same for the remoting scenario (one real 5.x cluster serves both)
 OTHER_TOPIC = "acl-audit"  # nobody but the admin has a permission on it
 GROUP = "acl-group"  # acl-sub may consume as it
+CTOPIC = "acl-orders-c"  # the connector's own topic (tests/real/test_conformance_acl.py): acl-pub writes it
+CGROUP = "acl-readers-c"  # ... and acl-sub reads it as this group
 
 ADMIN = ("acl-admin", "acl-admin-secret")
 PUB = ("acl-pub", "acl-pub-secret")
@@ -42,8 +44,8 @@ UNKNOWN_KEY = ("acl-nobody", "whatever-secret")
 # accessKey -> (secretKey, admin, {topic: perm}, {group: perm})
 ACCOUNTS: dict[str, tuple[str, bool, dict[str, str], dict[str, str]]] = {
     ADMIN[0]: (ADMIN[1], True, {}, {}),
-    PUB[0]: (PUB[1], False, {TOPIC: "PUB", RTOPIC: "PUB"}, {}),
-    SUB[0]: (SUB[1], False, {TOPIC: "SUB", RTOPIC: "SUB"}, {GROUP: "SUB"}),
+    PUB[0]: (PUB[1], False, {TOPIC: "PUB", RTOPIC: "PUB", CTOPIC: "PUB"}, {}),
+    SUB[0]: (SUB[1], False, {TOPIC: "SUB", RTOPIC: "SUB", CTOPIC: "SUB"}, {GROUP: "SUB", CGROUP: "SUB"}),
 }
 
 
@@ -73,6 +75,11 @@ def plain_acl_yaml() -> str:
         if groups:
             lines += ["    groupPerms:"] + [f"      - {g}={p}" for g, p in groups.items()]
     return "\n".join(lines) + "\n"
+
+
+def tools_yaml() -> str:
+    """`conf/tools.yml`: the credentials `mqadmin` signs its requests with (apache/rocketmq `MQAdminStartup`)."""
+    return f"accessKey: {ADMIN[0]}\nsecretKey: {ADMIN[1]}\n"
 
 
 def _inner_credentials() -> str:

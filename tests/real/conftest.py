@@ -85,7 +85,7 @@ def rocketmq5_auth(tmp_path_factory: pytest.TempPathFactory) -> Iterator[rc.Clus
         label=" with ACL 2.0",
         broker_conf=ca.broker5_auth_conf(),
         proxy_conf=ca.proxy5_auth_conf(),
-        home_files={"conf/plain_acl.yml": ca.plain_acl_yaml()},
+        home_files={"conf/plain_acl.yml": ca.plain_acl_yaml(), "conf/tools.yml": ca.tools_yaml()},
         admin_credentials=ca.ADMIN,
     )
 
