@@ -4,8 +4,6 @@ secrets stay out of logs, reprs, plans, checkpoints and commit messages."""
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import json
 import logging
 import os
@@ -42,6 +40,7 @@ from rocketmq_protocol.grpc_v2 import service_pb2 as s
 from rocketmq_protocol.grpc_v2 import service_pb2_grpc as sg
 from rocketmq_protocol.signature import signed_headers
 from tests.support.emulator_proc import EmulatorProcess, run_admin, serve_command, wait_for
+from tests.support.tls import self_signed_certificate
 
 SECRET = "s3cr3t-Sk-7f1c9a"  # every account's secret contains this marker, so one grep finds any leak
 WRONG_SECRET = "wr0ng-Sk-5e2b"
@@ -113,36 +112,8 @@ def secured() -> Iterator[Emulator]:
 @pytest.fixture(scope="module")
 def certificate(tmp_path_factory) -> tuple[bytes, bytes, Path]:
     """A self-signed certificate for 127.0.0.1 and localhost: (cert PEM, key PEM, cert file)."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
-    now = datetime.datetime.now(datetime.UTC)
-    san = x509.SubjectAlternativeName(
-        [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-    )
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(san, critical=False)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_pem = cert.public_bytes(serialization.Encoding.PEM)
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-    path = tmp_path_factory.mktemp("tls") / "cert.pem"
-    path.write_bytes(cert_pem)
-    return cert_pem, key_pem, path
+    cert_pem, key_pem, cert_file, _key_file = self_signed_certificate(tmp_path_factory.mktemp("tls"))
+    return cert_pem, key_pem, cert_file
 
 
 @pytest.fixture(scope="module")

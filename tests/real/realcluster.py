@@ -270,6 +270,8 @@ class Cluster:
     proxy_conf: dict[str, object] = field(default_factory=dict)  # extra keys of the proxy's JSON config
     # files written under ROCKETMQ_HOME before the start (e.g. conf/plain_acl.yml)
     home_files: dict[str, str] = field(default_factory=dict)
+    # JVM system properties of the name server and the broker (e.g. apache/rocketmq `TlsSystemConfig`'s tls.*)
+    jvm_props: dict[str, str] = field(default_factory=dict)
     # (access key, secret key) signing the admin requests of update_topic/update_group (a cluster with ACL)
     admin_credentials: tuple[str, str] | None = None
     processes: list[JavaProcess] = field(default_factory=list)
@@ -407,6 +409,8 @@ class Cluster:
         user_home.mkdir(exist_ok=True)
         cmd = _java_cmd(self._tools, role, self.dist.classpath, user_home)
         cmd += [f"-Drocketmq.home.dir={self.home}"]
+        if role in ("namesrv", "broker"):
+            cmd += [f"-D{k}={v}" for k, v in self.jvm_props.items()]
         if self.dist.major >= 5:
             cmd += [f"-Drmq.logback.configurationFile=rmq.{role}.logback.xml"]
         else:
