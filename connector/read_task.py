@@ -23,6 +23,7 @@ from .data_loss import report_data_loss
 from .errors import ConnectorError
 from .queues import OffsetRange, RouteEntry
 from .schema import to_record_batches
+from .worker_heap import freeze_worker_heap
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,7 @@ def read_partition(partition: InputPartition | None) -> Iterator[pa.RecordBatch]
     if not isinstance(partition, RangePartition):
         return
     client = get_client(partition.config)
+    freeze_worker_heap()
     routes = {e.queue: e for e in partition.routes}
     pool = ThreadPoolExecutor(1, thread_name_prefix="rocketmq-prefetch")
     try:

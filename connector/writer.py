@@ -26,6 +26,7 @@ from .options import WriterOptions, parse_writer_options
 from .producer import Producer, SendStats
 from .sink_rows import RowChecker
 from .sink_schema import check_arrow_schema, check_spark_schema
+from .worker_heap import freeze_worker_heap
 
 log = logging.getLogger(__name__)
 
@@ -94,6 +95,7 @@ class _SinkWriter:
         o = self.options
         checker = RowChecker(self.layout, o.topic, o.max_message_size, label=label)
         producer = Producer(o, label=label)
+        freeze_worker_heap()
         started = time.monotonic()
         rows = 0
         checked = False
