@@ -301,6 +301,27 @@ def stored_record_buffer(
     return encode_stored_records(**_stored_columns(table, topic, queue_id, broker, cluster_name, None))
 
 
+def _normal_hosts(hosts: pa.Array) -> pa.Array:
+    """`ip:port` as stored; a bare address (gRPC producers give "10.0.0.5") gets port 0, anything else
+    (null, a host name) 127.0.0.1:0."""
+    ok = pc.fill_null(pc.match_substring_regex(hosts, _IPV4_HOST), False)
+    if pc.all(ok).as_py():
+        return hosts
+    bare = pc.fill_null(pc.match_substring_regex(hosts, _IPV4_ADDRESS), False)
+    with_port = pc.binary_join_element_wise(hosts, ":0", "")
+    return pc.if_else(ok, hosts, pc.if_else(bare, with_port, pa.scalar("127.0.0.1:0", pa.string())))
+
+
+def _born_hosts(col: pa.ChunkedArray) -> pa.Array | str:
+    """The BORNHOST of each row, normalised on the column's distinct values (a pull's rows mostly share
+    one producer host: then one string, which the codec repeats)."""
+    encoded = pc.dictionary_encode(col.combine_chunks())
+    fixed = _normal_hosts(encoded.dictionary)
+    if encoded.null_count == 0 and len(fixed) == 1:
+        return fixed[0].as_py()
+    return pc.fill_null(fixed.take(encoded.indices), "127.0.0.1:0")
+
+
 def store_host(broker: Broker) -> str:
     """The STOREHOST of the broker's records: its remoting address."""
     return f"{broker.host}:{broker.remoting_port}"
@@ -317,15 +338,7 @@ def _stored_columns(
     qoff = _ints(table.column("queue_offset"))
     if commit is None:
         commit = broker.store.commit_offsets(topic, queue_id, qoff)
-    born_host = table.column("born_host").combine_chunks()
-    ok = pc.fill_null(pc.match_substring_regex(born_host, _IPV4_HOST), False)
-    if not pc.all(ok).as_py():
-        # gRPC producers give a bare address ("10.0.0.5"): keep it, with port 0
-        bare = pc.fill_null(pc.match_substring_regex(born_host, _IPV4_ADDRESS), False)
-        with_port = pc.binary_join_element_wise(born_host, ":0", "")
-        born_host = pc.if_else(
-            ok, born_host, pc.if_else(bare, with_port, pa.scalar("127.0.0.1:0", pa.string()))
-        )
+    born_host = _born_hosts(table.column("born_host"))
     n = table.num_rows
     types = table.column("message_type").combine_chunks()
     sysflag = np.where(
