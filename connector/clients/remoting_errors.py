@@ -43,10 +43,10 @@ _FORBIDDEN_WORDS = (
     "forbidden",
     "perm",
 )
+_UNAUTHORIZED_WORDS = ("signature", "accesskey", "access key", "authenticat", "user", "credential")
 # Java names in a remark ("org.apache.rocketmq.acl.plain.PlainPermissionManager.validate(Plain...java:683)"):
 # not words of the reason ("Permission" there would read as a missing permission).
 _JAVA_NAMES = re.compile(r"\b(?:[a-z_$][\w$]*\.)+[A-Z][\w$]*(?:\.[\w$<>]+)*(?:\([^)]*\))?")
-_UNAUTHORIZED_WORDS = ("signature", "accesskey", "access key", "authenticat", "user", "credential")
 
 
 def access_kind(code: int, remark: str | None) -> ErrorKind | None:

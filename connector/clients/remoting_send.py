@@ -18,7 +18,8 @@ Outcomes (`MQClientAPIImpl.processSendResponse`): SUCCESS and the three "stored 
 FLUSH_DISK_TIMEOUT, FLUSH_SLAVE_TIMEOUT and SLAVE_NOT_AVAILABLE are OK; SYSTEM_ERROR, SYSTEM_BUSY,
 SERVICE_NOT_AVAILABLE, GO_AWAY, FLOW_CONTROL and the transport's failures are retryable (`DefaultMQProducer`
 `retryResponseCodes`, without TOPIC_NOT_EXIST and NO_PERMISSION: an unknown topic or a refused account
-fails fast, as does ACL 1.0's SYSTEM_ERROR refusal); anything else (MESSAGE_ILLEGAL, INVALID_PARAMETER, ...) rejects the request.
+fails fast, as does ACL 1.0's SYSTEM_ERROR refusal); anything else (MESSAGE_ILLEGAL, INVALID_PARAMETER,
+...) rejects the request.
 """
 
 from __future__ import annotations

@@ -105,6 +105,25 @@ def rocketmq4_acl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[rc.Clust
     )
 
 
+@pytest.fixture(scope="module", params=["5", "4"], ids=lambda v: f"rocketmq{v}")
+def tls_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple]:
+    """A name server + broker (no proxy) serving TLS, permissive, with a certificate of ours (apache/rocketmq
+    `TlsSystemConfig` properties, test mode off): (cluster, CA file). Module scope: only its tests run it."""
+    from tests.support.tls import self_signed_certificate
+
+    version = rc.ROCKETMQ5_VERSION if request.param == "5" else rc.ROCKETMQ4_VERSION
+    _pem, _key, cert_file, key_file = self_signed_certificate(tmp_path_factory.mktemp("real-tls"))
+    props = {
+        "tls.test.mode.enable": "false",
+        "tls.server.mode": "permissive",
+        "tls.server.need.client.auth": "none",
+        "tls.server.certPath": str(cert_file),
+        "tls.server.keyPath": str(key_file),
+    }
+    for cluster in _cluster(version, tmp_path_factory, label=" with TLS", with_proxy=False, jvm_props=props):
+        yield cluster, cert_file
+
+
 @pytest.fixture(scope="session")
 def emulator_remoting(tmp_path_factory: pytest.TempPathFactory) -> Iterator[rc.Cluster]:
     """The emulator's remoting front end driven by the RocketMQ 5.x client and tools jars
