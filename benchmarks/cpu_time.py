@@ -1,0 +1,70 @@
+"""Where a measure's CPU goes: the emulator, Spark's Python workers and Spark's JVM, read from /proc (psutil)
+before and after, so a table row can say which of them bounds a throughput on this machine's two cores."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import psutil
+
+GROUPS = ("emulator", "python", "jvm")
+
+
+def _cpu(proc: psutil.Process) -> float:
+    """CPU seconds of a process and of the children it has reaped (a daemon's finished workers)."""
+    t = proc.cpu_times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def snapshot(emulator_pid: int | None) -> dict[str, float]:
+    """CPU seconds so far of the emulator process and of this process's Spark JVM and Python workers."""
+    out = dict.fromkeys(GROUPS, 0.0)
+    seen: set[int] = set()
+    if emulator_pid is not None:
+        try:
+            out["emulator"] = _cpu(psutil.Process(emulator_pid))
+            seen.add(emulator_pid)
+        except psutil.Error:
+            pass
+    for proc in psutil.Process(os.getpid()).children(recursive=True):
+        if proc.pid in seen:
+            continue
+        try:
+            name = proc.name()
+            if name.startswith("java"):
+                t = proc.cpu_times()
+                out["jvm"] += t.user + t.system  # its children (the Python workers) are counted below
+            elif name.startswith("python"):
+                out["python"] += _cpu(proc)
+        except psutil.Error:
+            continue
+    return out
+
+
+@dataclass
+class CpuUse:
+    """CPU seconds per group over one measured stretch, and its wall time."""
+
+    seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(GROUPS, 0.0))
+    wall: float = 0.0
+
+    def per_item_us(self, items: int) -> dict[str, float]:
+        """Microseconds of CPU per row or message, per group."""
+        return {k: v / items * 1e6 if items else 0.0 for k, v in self.seconds.items()}
+
+
+@contextmanager
+def measured(emulator_pid: int | None) -> Iterator[CpuUse]:
+    """`with measured(pid) as use:` fills `use` with the CPU each group spent inside the block."""
+    use = CpuUse()
+    before, t0 = snapshot(emulator_pid), time.perf_counter()
+    try:
+        yield use
+    finally:
+        after = snapshot(emulator_pid)
+        use.wall = time.perf_counter() - t0
+        use.seconds = {k: max(after[k] - before[k], 0.0) for k in GROUPS}
