@@ -21,7 +21,8 @@ def _cpu(proc: psutil.Process) -> float:
 
 
 def snapshot(emulator_pid: int | None) -> dict[str, float]:
-    """CPU seconds so far of the emulator process and of this process's Spark JVM and Python workers."""
+    """CPU seconds so far of the emulator process and of this process's Spark JVM and its Python processes
+    (the daemon and its workers, the streaming source runners)."""
     out = dict.fromkeys(GROUPS, 0.0)
     seen: set[int] = set()
     if emulator_pid is not None:
@@ -37,7 +38,10 @@ def snapshot(emulator_pid: int | None) -> dict[str, float]:
             name = proc.name()
             if name.startswith("java"):
                 t = proc.cpu_times()
-                out["jvm"] += t.user + t.system  # its children (the Python workers) are counted below
+                out["jvm"] += t.user + t.system
+                # Python processes it has reaped (a finished query's streaming source runner); the living
+                # ones are counted below.
+                out["python"] += t.children_user + t.children_system
             elif name.startswith("python"):
                 out["python"] += _cpu(proc)
         except psutil.Error:
