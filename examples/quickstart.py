@@ -20,11 +20,14 @@ COUNT = 10_000
 
 def main() -> None:
     logging.basicConfig(level=logging.WARNING)
+    # Spark first: its JVM is started by a fork of this process, which must not happen while the embedded
+    # emulator's gRPC threads run (gRPC: "Other threads are currently calling into gRPC, skipping fork()
+    # handlers", then the JVM sometimes never started).
+    spark = spark_session("rocketmq-quickstart")
+    spark.sparkContext.setLogLevel("ERROR")
     with Emulator(brokers=2, queues=4) as emu:
         emu.create_topic(TOPIC)
         print(f"emulator endpoints: {emu.endpoints}")
-        spark = spark_session("rocketmq-quickstart")
-        spark.sparkContext.setLogLevel("ERROR")
         try:
             orders = spark.range(COUNT).selectExpr(
                 "concat('order-', id) AS body",
