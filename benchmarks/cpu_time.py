@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import psutil
 
 GROUPS = ("emulator", "python", "jvm")
+SPARK_MAIN = "org.apache.spark.deploy.SparkSubmit"
 
 
 def _cpu(proc: psutil.Process) -> float:
@@ -21,29 +22,20 @@ def _cpu(proc: psutil.Process) -> float:
 
 
 def snapshot(emulator_pid: int | None) -> dict[str, float]:
-    """CPU seconds so far of the emulator process and of this process's Spark JVM and its Python processes
-    (the daemon and its workers, the streaming source runners)."""
+    """CPU seconds so far of the emulator process, of this driver's Spark JVM (main class SparkSubmit: not
+    the stack comparison's Kafka or RocketMQ JVMs) and of its Python processes (the daemon and its workers,
+    the planning and streaming-runner processes, living or reaped by the JVM)."""
     out = dict.fromkeys(GROUPS, 0.0)
-    seen: set[int] = set()
-    if emulator_pid is not None:
-        try:
-            out["emulator"] = _cpu(psutil.Process(emulator_pid))
-            seen.add(emulator_pid)
-        except psutil.Error:
-            pass
     for proc in psutil.Process(os.getpid()).children(recursive=True):
-        if proc.pid in seen:
-            continue
         try:
-            name = proc.name()
-            if name.startswith("java"):
+            if proc.pid == emulator_pid:
+                out["emulator"] = _cpu(proc)
+            elif proc.name().startswith("python"):
+                out["python"] += _cpu(proc)
+            elif proc.name().startswith("java") and SPARK_MAIN in proc.cmdline():
                 t = proc.cpu_times()
                 out["jvm"] += t.user + t.system
-                # Python processes it has reaped (a finished query's streaming source runner); the living
-                # ones are counted below.
-                out["python"] += t.children_user + t.children_system
-            elif name.startswith("python"):
-                out["python"] += _cpu(proc)
+                out["python"] += t.children_user + t.children_system  # the Python processes it reaped
         except psutil.Error:
             continue
     return out

@@ -72,18 +72,21 @@ def ext_stub(grpc_channel: Callable[[str], grpc.Channel]) -> Callable[[str], pb_
     return make
 
 
+SPARK_APP = "pyspark-rocketmq-tests"
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Starts the test session's Spark before any test runs when a selected test needs it: its JVM is launched
     by a fork of this process, which must not happen while the session emulator's gRPC threads run (gRPC skips
     its fork handlers then, and the JVM sometimes never started: examples/quickstart.py)."""
     if any("spark" in getattr(item, "fixturenames", ()) for item in session.items):
-        spark_session("pyspark-rocketmq-tests")
+        spark_session(SPARK_APP)
 
 
 @pytest.fixture(scope="session")
 def spark():
     """One local[2] SparkSession for the whole test session, configured from spark-defaults.conf."""
-    session = spark_session("pyspark-rocketmq-tests")
+    session = spark_session(SPARK_APP)
     try:
         yield session
     finally:
