@@ -27,9 +27,10 @@ from rocketmq_protocol.remoting.properties import (
     TIMER_DELIVER_MS,
     TRAN_MSG,
     UNIQ_KEY,
-    build_properties_column,
     decode_properties,
+    join_pieces,
     parse_properties_column,
+    property_pieces,
 )
 
 from ..core.cluster import Broker
@@ -235,9 +236,14 @@ def _prop_piece(name: str, values: pa.Array) -> pa.Array:
 
 
 def property_strings(table: pa.Table, cluster_name: str) -> pa.Array:
-    """The stored property string of each row: UNIQ_KEY, CLUSTER, MSG_REGION, TRACE_ON, TAGS, KEYS, the stored
-    properties, then
-    __SHARDINGKEY and TIMER_DELIVER_MS from the message group and delivery time."""
+    """The stored property string of each row (`stored_property_pieces`, joined)."""
+    return join_pieces(table.num_rows, stored_property_pieces(table, cluster_name))
+
+
+def stored_property_pieces(table: pa.Table, cluster_name: str) -> list[pa.Array | str]:
+    """The pieces of each row's stored property string: UNIQ_KEY, CLUSTER, MSG_REGION, TRACE_ON, TAGS, KEYS,
+    the stored properties, then __SHARDINGKEY and TIMER_DELIVER_MS from the message group and delivery time.
+    A str piece is the same in every row."""
     n = table.num_rows
 
     def col(name: str) -> pa.Array:
@@ -245,29 +251,26 @@ def property_strings(table: pa.Table, cluster_name: str) -> pa.Array:
 
     ids = col("message_id")
     made_up = pc.starts_with(ids, MADE_UP_ID)
-    if not pc.any(made_up).as_py():
-        made_up = None
-    props = build_properties_column(
+    pieces: list[pa.Array | str] = []
+    if pc.any(made_up).as_py():  # no UNIQ_KEY where the sender gave none (MADE_UP_ID)
+        uniq = pc.if_else(made_up, pa.scalar(None, pa.string()), ids)
+        pieces.append(pc.fill_null(pc.binary_join_element_wise("UNIQ_KEY\x01", uniq, "\x02", ""), ""))
+        ids = None
+    pieces += property_pieces(
         n,
-        uniq_keys=ids if made_up is None else None,
+        uniq_keys=ids,
         tags=col("tag"),
         keys=col("keys"),
         user=col("properties"),
         constant={CLUSTER: cluster_name, MSG_REGION: "DefaultRegion", TRACE_ON: "true"},
     )
-    pieces = [props]
-    if made_up is not None:  # no UNIQ_KEY where the sender gave none (MADE_UP_ID)
-        uniq = pc.if_else(made_up, pa.scalar(None, pa.string()), ids)
-        pieces.insert(0, pc.fill_null(pc.binary_join_element_wise("UNIQ_KEY\x01", uniq, "\x02", ""), ""))
     group = col("message_group")
     if group.null_count < n:
         pieces.append(_prop_piece(SHARDING_KEY, group))
     deliver = col("delivery_timestamp")
     if deliver.null_count < n:
         pieces.append(_prop_piece(TIMER_DELIVER_MS, pc.cast(deliver.cast(pa.int64()), pa.string())))
-    if len(pieces) == 1:
-        return props
-    return pc.binary_join_element_wise(*pieces, "")
+    return pieces
 
 
 def _ints(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
@@ -352,7 +355,7 @@ def _stored_columns(
         queue_offset=qoff,
         commitlog_offset=commit,
         body=table.column("body").combine_chunks(),
-        properties=property_strings(table, cluster_name),
+        property_pieces=stored_property_pieces(table, cluster_name),
         born_timestamp=_ints(table.column("born_timestamp")),
         store_timestamp=_ints(table.column("store_timestamp")),
         born_host=born_host,

@@ -27,7 +27,7 @@ from ..core.filtering import FILTER_SQL, FILTER_TAG, FilterError, parse_filter
 from ..core.pulling import pull
 from ..core.store.message_store import FOUND
 from .codes import pull_code
-from .messages import stored_records
+from .messages import stored_record_buffer, stored_records
 from .server import Connection, Refused
 
 if TYPE_CHECKING:
@@ -81,9 +81,12 @@ async def pull_message(self: RemotingBroker, conn: Connection, cmd: RemotingComm
         max_offset=result.max_offset,
     )
     code = pull_code(result)
-    body = b""
+    body: bytes | memoryview = b""
     if result.status == FOUND and result.table is not None:
-        body = stored_records(result.table, topic, qid, self.broker, self.cluster.config.cluster_name)
+        records, _ = stored_record_buffer(
+            result.table, topic, qid, self.broker, self.cluster.config.cluster_name
+        )
+        body = memoryview(records)
     return cmd.response(code, ext_fields=header.to_ext_fields(), body=body)
 
 

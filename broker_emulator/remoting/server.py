@@ -20,6 +20,7 @@ from rocketmq_protocol.remoting.frames import (
     FrameSplitter,
     RemotingCommand,
     encode_frame,
+    encode_frame_parts,
 )
 
 from ..core.acl import Denied
@@ -56,7 +57,10 @@ class Connection:
     def send(self, cmd: RemotingCommand) -> None:
         if self.closed or self.writer.is_closing():
             return
-        self.writer.write(encode_frame(cmd))
+        head, body = encode_frame_parts(cmd)
+        self.writer.write(head)
+        if body:
+            self.writer.write(body)
 
     def request_oneway(self, code: int, ext_fields: dict[str, str], body: bytes = b"") -> bool:
         """Sends a oneway request to the client (broker → client); False when the connection is gone."""

@@ -505,17 +505,53 @@ def _fixed_rows(rows: np.ndarray) -> pa.Array:
     return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(flat)])
 
 
-def _join_buffer(pieces: list[pa.Array]) -> pa.Buffer:
-    """Row i of every piece, concatenated, for all rows: binary_join_element_wise's data, not copied."""
-    joined = pc.binary_join_element_wise(
-        *[p.cast(pa.large_binary()) for p in pieces], pa.scalar(b"", pa.large_binary())
-    )
+def _join_buffer(pieces: Sequence[pa.Array | bytes]) -> pa.Buffer:
+    """Row i of every piece (bytes: the same in every row), concatenated, for all rows:
+    binary_join_element_wise's data, not copied. At least one piece is an array."""
+    merged: list[pa.Array | bytes] = []
+    for p in pieces:
+        if isinstance(p, bytes) and merged and isinstance(merged[-1], bytes):
+            merged[-1] += p
+        elif not (isinstance(p, bytes) and not p):
+            merged.append(p)
+    arrays = [p for p in merged if not isinstance(p, bytes)]
+    n = len(arrays[0])
+    total = sum(_data_size(a) for a in arrays) + n * sum(len(p) for p in merged if isinstance(p, bytes))
+    typ = pa.binary() if total < 2**31 - 1 else pa.large_binary()
+    args = [pa.scalar(p, typ) if isinstance(p, bytes) else _as_binary(p, typ) for p in merged]
+    joined = pc.binary_join_element_wise(*args, pa.scalar(b"", typ))
     data = joined.buffers()[2]
     if data is None or not len(joined):
         return pa.py_buffer(b"")
-    offsets = np.frombuffer(joined.buffers()[1], dtype=np.int64)
+    width = np.int32 if typ == pa.binary() else np.int64
+    offsets = np.frombuffer(joined.buffers()[1], dtype=width)
     first, last = int(offsets[joined.offset]), int(offsets[joined.offset + len(joined)])
     return data.slice(first, last - first)
+
+
+def _data_size(arr: pa.Array) -> int:
+    """Bytes of an array's values (string or binary, either offset width)."""
+    if not len(arr):
+        return 0
+    width = np.int64 if pa.types.is_large_binary(arr.type) or pa.types.is_large_string(arr.type) else np.int32
+    offsets = np.frombuffer(arr.buffers()[1], dtype=width)
+    return int(offsets[arr.offset + len(arr)] - offsets[arr.offset])
+
+
+def _as_binary(arr: pa.Array, typ: pa.DataType) -> pa.Array:
+    """`arr` (string or binary) as `typ`, nulls as empty values; strings are viewed, not copied."""
+    if arr.null_count:
+        arr = pc.fill_null(
+            arr,
+            pa.scalar(
+                b"" if pa.types.is_binary(arr.type) or pa.types.is_large_binary(arr.type) else "", arr.type
+            ),
+        )
+    if pa.types.is_string(arr.type):
+        arr = arr.view(pa.binary())
+    elif pa.types.is_large_string(arr.type):
+        arr = arr.view(pa.large_binary())
+    return arr if arr.type == typ else arr.cast(typ)
 
 
 def _join_bytes(pieces: list[pa.Array]) -> bytes:
@@ -547,6 +583,7 @@ def encode_stored_records(
     reconsume_times: pa.Array | np.ndarray | int = 0,
     prepared_transaction_offset: pa.Array | np.ndarray | int = 0,
     body_crc: pa.Array | np.ndarray | None = None,
+    property_pieces: Sequence[pa.Array | str] | None = None,
 ) -> tuple[pa.Buffer, np.ndarray]:
     """Stored-message records from columns, back to back, and where each starts (int64, one more than the
     records: the last is the end), so callers can keep the records and cut runs of them out later.
@@ -554,12 +591,17 @@ def encode_stored_records(
     `body` is written as given (already compressed if sysflag says COMPRESSED). The IPv6 host bits of
     `sysflag` are set from the hosts; a topic over 127 bytes gets MAGIC_V2. `body_crc` (crc32 & 0x7FFFFFFF
     of the body) is computed when not given — a per-message zlib.crc32 call, so pass it if you have it.
-    `properties` are raw property strings (see `properties.build_properties_column`).
+    `properties` are raw property strings (see `properties.build_properties_column`); `property_pieces`,
+    when given instead, are their pieces not yet joined (`properties.property_pieces`: a str is the same in
+    every row), joined straight into the records.
     """
     body_arr = _as_array(body, 0, pa.binary())
     n = len(body_arr)
     topic_arr = _as_array(topic, n, pa.string())
-    props_arr = _as_array(properties, n, pa.string())
+    prop_parts = [
+        p.encode("utf-8") if isinstance(p, str) else _as_array(p, n, pa.string())
+        for p in (property_pieces if property_pieces is not None else [properties])
+    ]
     b6, born_ip, born_port = _host_cols(born_host, n)
     s6, store_ip, store_port = _host_cols(store_host, n)
     flags = _int_col(sysflag, n, np.int32) & ~np.int32(
@@ -569,7 +611,9 @@ def encode_stored_records(
     flags |= np.where(s6, np.int32(MessageSysFlag.STOREHOST_V6), 0).astype(np.int32)
     body_len = _lengths(body_arr)
     topic_len = _lengths(topic_arr)
-    props_len = _lengths(props_arr)
+    props_len = np.zeros(n, dtype=np.int64)
+    for p in prop_parts:
+        props_len += len(p) if isinstance(p, bytes) else _lengths(p)
     if (props_len > 32767).any():
         raise ValueError("a message's properties exceed 32767 bytes (PROPLEN is an int16)")
     if (topic_len > 32767).any():
@@ -620,16 +664,23 @@ def encode_stored_records(
     headers = pa.Array.from_buffers(
         pa.binary(), n, [None, pa.py_buffer(header_offsets.astype(np.int32)), pa.py_buffer(header_data)]
     )
-    topic_prefix = np.where(v2, 2, 1)
-    tlen_bytes = np.zeros((n, 2), dtype=np.uint8)
-    tl = topic_len.astype(">u2").view(np.uint8).reshape(n, 2)
-    tlen_bytes[v2] = tl[v2]
-    tlen_bytes[~v2, 0] = tl[~v2, 1]
-    tlen_col = _variable_rows(tlen_bytes, topic_prefix)
-    plen_col = _fixed_rows(props_len.astype(">u2").view(np.uint8).reshape(n, 2))
+    if isinstance(topic, str):
+        name = topic.encode("utf-8")
+        topic_parts: list[pa.Array | bytes] = [len(name).to_bytes(2 if v2[:1].any() else 1, "big") + name]
+    else:
+        topic_prefix = np.where(v2, 2, 1)
+        tlen_bytes = np.zeros((n, 2), dtype=np.uint8)
+        tl = topic_len.astype(">u2").view(np.uint8).reshape(n, 2)
+        tlen_bytes[v2] = tl[v2]
+        tlen_bytes[~v2, 0] = tl[~v2, 1]
+        topic_parts = [_variable_rows(tlen_bytes, topic_prefix), topic_arr]
+    if n and (props_len == props_len[0]).all():
+        plen: pa.Array | bytes = int(props_len[0]).to_bytes(2, "big")
+    else:
+        plen = _fixed_rows(props_len.astype(">u2").view(np.uint8).reshape(n, 2))
     starts = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(size, out=starts[1:])
-    return _join_buffer([headers, body_arr, tlen_col, topic_arr, plen_col, props_arr]), starts
+    return _join_buffer([headers, body_arr, *topic_parts, plen, *prop_parts]), starts
 
 
 def _variable_rows(rows: np.ndarray, lengths: np.ndarray) -> pa.Array:

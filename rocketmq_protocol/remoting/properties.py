@@ -50,7 +50,9 @@ __all__ = [
     "build_properties_column",
     "decode_properties",
     "encode_properties",
+    "join_pieces",
     "parse_properties_column",
+    "property_pieces",
 ]
 
 NAME_VALUE_SEPARATOR = "\x01"
@@ -348,6 +350,28 @@ def build_properties_column(
     Order: UNIQ_KEY, the `constant` pairs (e.g. WAIT=true), TAGS, KEYS (list<string> joined by spaces, or
     a string), then the `user` map. Null or empty tags/keys are left out.
     """
+    pieces = property_pieces(n, uniq_keys=uniq_keys, tags=tags, keys=keys, user=user, constant=constant)
+    return join_pieces(n, pieces)
+
+
+def join_pieces(n: int, pieces: Sequence[pa.Array | str]) -> pa.StringArray:
+    """Row i of every piece (a string is the same in every row), concatenated."""
+    if all(isinstance(p, str) for p in pieces):
+        return pa.repeat(pa.scalar("".join(p for p in pieces if isinstance(p, str)), pa.string()), n)
+    return pc.binary_join_element_wise(*pieces, "")
+
+
+def property_pieces(
+    n: int,
+    *,
+    uniq_keys: pa.Array | np.ndarray | None = None,
+    tags: pa.Array | None = None,
+    keys: pa.Array | None = None,
+    user: pa.MapArray | None = None,
+    constant: Mapping[str, str] | None = None,
+) -> list[pa.Array | str]:
+    """`build_properties_column`'s strings as pieces not yet joined (a str is the same in every row), for a
+    caller that joins them into something larger, such as whole stored records, in one pass."""
     pieces: list[pa.Array | str] = []
     if uniq_keys is not None:
         if isinstance(uniq_keys, np.ndarray):
@@ -356,23 +380,19 @@ def build_properties_column(
                 pa.string(), n, [None, pa.py_buffer(np.arange(0, width * (n + 1), width, dtype=np.int32)),
                                   pa.py_buffer(uniq_keys)],
             )  # fmt: skip
-        pieces.append(pc.binary_join_element_wise("UNIQ_KEY\x01", uniq_keys, "\x02", ""))
+        pieces += [f"{UNIQ_KEY}\x01", uniq_keys, "\x02"]
     if constant:
         pieces.append(encode_properties(constant))
-    if tags is not None:
+    if tags is not None and tags.null_count < len(tags):
         tags = pc.if_else(pc.equal(tags, ""), pa.scalar(None, pa.string()), tags)
-        pieces.append(pc.fill_null(pc.binary_join_element_wise("TAGS\x01", tags, "\x02", ""), ""))
-    if keys is not None:
+        pieces.append(pc.fill_null(pc.binary_join_element_wise(f"{TAGS}\x01", tags, "\x02", ""), ""))
+    if keys is not None and (pa.types.is_string(keys.type) or len(keys.flatten())):
         joined = keys if pa.types.is_string(keys.type) else pc.binary_join(keys, " ")
         joined = pc.if_else(pc.equal(joined, ""), pa.scalar(None, pa.string()), joined)
-        pieces.append(pc.fill_null(pc.binary_join_element_wise("KEYS\x01", joined, "\x02", ""), ""))
+        pieces.append(pc.fill_null(pc.binary_join_element_wise(f"{KEYS}\x01", joined, "\x02", ""), ""))
     if user is not None and len(user.keys):
         entries = pc.binary_join_element_wise(user.keys, "\x01", user.items, "\x02", "")
         offsets = user.offsets
         lists = pa.ListArray.from_arrays(offsets, entries)
         pieces.append(pc.fill_null(pc.binary_join(lists, ""), ""))
-    if not pieces:
-        return pa.repeat(pa.scalar("", pa.string()), n)
-    if all(isinstance(p, str) for p in pieces):
-        return pa.repeat(pa.scalar("".join(p for p in pieces if isinstance(p, str)), pa.string()), n)
-    return pc.binary_join_element_wise(*pieces, "")
+    return pieces
