@@ -643,17 +643,22 @@ def encode_stored_records(
         "reconsume": _int_col(reconsume_times, n, np.int32),
         "prepared": _int_col(prepared_transaction_offset, n, np.int64), "body_len": body_len,
     }  # fmt: skip
-    for code in np.unique(layout) if n else []:
+    codes = [] if not n else [int(layout[0])] if layout.min() == layout.max() else np.unique(layout).tolist()
+    for code in codes:
         bv6, sv6 = bool(code & 1), bool(code & 2)
         dt = _LAYOUTS[(bv6, sv6)]
-        rows = np.flatnonzero(layout == code)
-        rec = np.zeros(len(rows), dtype=dt)
+        uniform = len(codes) == 1  # every record has this layout: no row selection, no scatter
+        rows = slice(None) if uniform else np.flatnonzero(layout == code)
+        rec = np.zeros(n if uniform else len(rows), dtype=dt)
         for name, col in fields.items():
             rec[name] = col[rows]
-        raw = rec.view(np.uint8).reshape(len(rows), dt.itemsize)
+        raw = rec.view(np.uint8).reshape(len(rec), dt.itemsize)
         bw, sw = (16 if bv6 else 4), (16 if sv6 else 4)
         raw[:, 48 : 48 + bw] = born_ip[rows, :bw]
         raw[:, 60 + bw : 60 + bw + sw] = store_ip[rows, :sw]
+        if uniform:
+            header_data = raw.reshape(-1)
+            break
         target = np.lib.stride_tricks.as_strided(
             header_data,
             shape=(max(len(header_data) - dt.itemsize + 1, 0), dt.itemsize),
