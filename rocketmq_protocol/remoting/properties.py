@@ -181,6 +181,8 @@ class _NameTable:
 
 
 _LUT_BITS = 14
+# `parse_properties_column` tries `_parse_uniform` first (a switch for tests comparing it with the general path).
+UNIFORM_FAST_PATH = True
 
 
 @cache
@@ -221,6 +223,80 @@ class PropertyColumns:
     others: pa.MapArray  # map<string,string>: every property not in `hidden`, in wire order
 
 
+def _uniform_items(row: bytes) -> list[tuple[int, int, int, int]] | None:
+    """(key start, key length, value start, value length) of each item of one property string, as
+    `parse_properties_column` reads them (empty names or values skipped)."""
+    items = []
+    pos = 0
+    for part in row.split(b"\x02"):
+        k = part.find(b"\x01")
+        if 0 < k < len(part) - 1:
+            items.append((pos, k, pos + k + 1, len(part) - k - 1))
+        pos += len(part) + 1
+    return items
+
+
+def _fixed_strings(data: np.ndarray, n: int) -> pa.Array:
+    """A string array of `n` values cut from the contiguous bytes `data` (n × width)."""
+    width = data.size // n if n else 0
+    offsets = np.arange(0, width * (n + 1), width, dtype=np.int32)
+    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def _parse_uniform(arr: pa.Array, names: Sequence[str], hidden: frozenset[str]) -> PropertyColumns | None:
+    """`parse_properties_column` for strings of one length that differ only inside values (one producer's
+    messages: only UNIQ_KEY's value changes), read off the first row; None when they do not."""
+    n = len(arr)
+    if n < 2 or arr.null_count:
+        return None
+    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32)[arr.offset : arr.offset + n + 1]
+    width = int(offsets[1] - offsets[0])
+    if width <= 0 or int(offsets[-1] - offsets[0]) != width * n or (np.diff(offsets) != width).any():
+        return None
+    data = np.frombuffer(arr.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[-1]]
+    rows = data.reshape(n, width)
+    differs = np.flatnonzero((rows[1:] != rows[0]).any(axis=0))
+    items = _uniform_items(rows[0].tobytes())
+    inside = np.zeros(width, dtype=bool)
+    for _, _, vs, vl in items:
+        inside[vs : vs + vl] = True
+    if len(differs) and (not inside[differs].all() or (rows[:, differs] <= 2).any()):
+        return None
+    head = rows[0].tobytes()
+    keyed = [(head[ks : ks + kl].decode("utf-8", "replace"), ks, kl, vs, vl) for ks, kl, vs, vl in items]
+    last = {name: (vs, vl) for name, _, _, vs, vl in keyed}
+    values: dict[str, pa.Array] = {}
+    for name in names:
+        if name in last:
+            vs, vl = last[name]
+            values[name] = _fixed_strings(np.ascontiguousarray(rows[:, vs : vs + vl]).reshape(-1), n)
+        else:
+            values[name] = pa.nulls(n, pa.string())
+    user = [item for item in keyed if item[0] not in hidden]
+    k = len(user)
+    key_bytes = b"".join(head[ks : ks + kl] for _, ks, kl, _, _ in user)
+    key_len = np.array([kl for _, _, kl, _, _ in user], np.int32)
+    val_len = np.array([vl for _, _, _, _, vl in user], np.int32)
+    key_offsets = np.zeros(n * k + 1, dtype=np.int32)
+    np.cumsum(np.tile(key_len, n), out=key_offsets[1:])
+    val_offsets = np.zeros(n * k + 1, dtype=np.int32)
+    np.cumsum(np.tile(val_len, n), out=val_offsets[1:])
+    key_data = np.tile(np.frombuffer(key_bytes, dtype=np.uint8), n)
+    val_data = (
+        np.concatenate([rows[:, vs : vs + vl] for _, _, _, vs, vl in user], axis=1).reshape(-1)
+        if k
+        else np.zeros(0, np.uint8)
+    )
+    keys = pa.Array.from_buffers(
+        pa.string(), n * k, [None, pa.py_buffer(key_offsets), pa.py_buffer(key_data)]
+    )
+    vals = pa.Array.from_buffers(
+        pa.string(), n * k, [None, pa.py_buffer(val_offsets), pa.py_buffer(val_data)]
+    )
+    map_offsets = pa.array(np.arange(0, k * (n + 1), k, dtype=np.int32) if k else np.zeros(n + 1, np.int32))
+    return PropertyColumns(values, pa.MapArray.from_arrays(map_offsets, keys, vals))
+
+
 def parse_properties_column(
     raw: pa.Array, names: Sequence[str] = WELL_KNOWN, hidden: frozenset[str] = HIDDEN_FROM_READER
 ) -> PropertyColumns:
@@ -232,6 +308,9 @@ def parse_properties_column(
     """
     n = len(raw)
     arr = raw.cast(pa.binary()) if not pa.types.is_binary(raw.type) else raw
+    uniform = _parse_uniform(arr, names, hidden) if UNIFORM_FAST_PATH else None
+    if uniform is not None:
+        return uniform
     if arr.null_count:
         arr = pc.fill_null(arr, b"")
     offsets_buf, data_buf = arr.buffers()[1], arr.buffers()[2]
