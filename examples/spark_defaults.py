@@ -4,9 +4,19 @@ Tests and benchmarks import this module too, so the settings are read in one pla
 
 from __future__ import annotations
 
+import logging
 import os
 
+from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+# pyspark starts its JVM with a fork and a Python `preexec_fn`; in a process whose gRPC threads are running
+# (a benchmark's clients, an embedded emulator) the forked child now and then dies before `exec`, and
+# pyspark reports JAVA_GATEWAY_EXITED. Starting it again succeeds; a JVM that fails for another reason fails
+# every attempt.
+GATEWAY_ATTEMPTS = 3
 
 SPARK_DEFAULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "spark-defaults.conf")
 
@@ -45,4 +55,13 @@ def spark_session(
         builder = builder.config(key, value)
     if master is not None:
         builder = builder.master(master)
-    return builder.getOrCreate()
+    for attempt in range(GATEWAY_ATTEMPTS):
+        try:
+            return builder.getOrCreate()
+        except PySparkRuntimeError as e:
+            if e.getCondition() != "JAVA_GATEWAY_EXITED" or attempt == GATEWAY_ATTEMPTS - 1:
+                raise
+            log.warning(
+                "Spark's JVM exited before sending its port (attempt %d); starting it again", attempt + 1
+            )
+    raise AssertionError("unreachable")
