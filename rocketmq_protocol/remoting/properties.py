@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -415,22 +416,10 @@ def parse_properties_column(
     return PropertyColumns(values, others)
 
 
-def build_properties_column(
-    n: int,
-    *,
-    uniq_keys: pa.Array | np.ndarray | None = None,
-    tags: pa.Array | None = None,
-    keys: pa.Array | None = None,
-    user: pa.MapArray | None = None,
-    constant: Mapping[str, str] | None = None,
-) -> pa.StringArray:
-    """Property strings for `n` messages, built column-wise (the producer side of `parse_properties_column`).
-
-    Order: UNIQ_KEY, the `constant` pairs (e.g. WAIT=true), TAGS, KEYS (list<string> joined by spaces, or
-    a string), then the `user` map. Null or empty tags/keys are left out.
-    """
-    pieces = property_pieces(n, uniq_keys=uniq_keys, tags=tags, keys=keys, user=user, constant=constant)
-    return join_pieces(n, pieces)
+def build_properties_column(n: int, **columns: Any) -> pa.StringArray:
+    """Property strings for `n` messages, built column-wise (the producer side of `parse_properties_column`);
+    `columns` are `property_pieces`' keywords."""
+    return join_pieces(n, property_pieces(n, **columns))
 
 
 def join_pieces(n: int, pieces: Sequence[pa.Array | str]) -> pa.StringArray:
@@ -450,7 +439,11 @@ def property_pieces(
     constant: Mapping[str, str] | None = None,
 ) -> list[pa.Array | str]:
     """`build_properties_column`'s strings as pieces not yet joined (a str is the same in every row), for a
-    caller that joins them into something larger, such as whole stored records, in one pass."""
+    caller that joins them into something larger, such as whole stored records, in one pass.
+
+    Order: UNIQ_KEY, the `constant` pairs (e.g. WAIT=true), TAGS, KEYS (list<string> joined by spaces, or
+    a string), then the `user` map. Null or empty tags/keys are left out.
+    """
     pieces: list[pa.Array | str] = []
     if uniq_keys is not None:
         if isinstance(uniq_keys, np.ndarray):
