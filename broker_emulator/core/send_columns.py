@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from rocketmq_protocol.hashing import java_string_hash
 from rocketmq_protocol.message_schema import DELAY, FIFO, MESSAGE_SCHEMA, NORMAL
@@ -26,9 +27,10 @@ class SendColumns:
 
     n: int
     topics_match: bool  # True: every message certainly names message #0's topic (False: compare one by one)
-    body: list[bytes]
+    # body and message_id: lists, or Arrow arrays (binary, string) when a front end read them in bulk
+    body: list[bytes] | pa.Array
     body_size: list[int]
-    message_id: list[str]
+    message_id: list[str] | pa.Array
     tag: list[str | None] | None
     keys: list[list[str]] | None
     properties: list[list[tuple[str, str]]] | None
@@ -43,6 +45,19 @@ class SendColumns:
     # producer's PGROUP or a send-back's RETRY_TOPIC): stored with the user properties, never checked
     # against the user-property rules. None when no message has any.
     system_properties: list[list[tuple[str, str]]] | None = None
+
+
+def value_at(values: list | pa.Array, i: int) -> Any:
+    """Item i of a column that is a list or an Arrow array."""
+    return values[i].as_py() if isinstance(values, pa.Array) else values[i]
+
+
+def all_present(message_ids: list[str] | pa.Array) -> bool:
+    """Whether no message id is blank (empty or only whitespace)."""
+    if isinstance(message_ids, pa.Array):
+        shortest = pc.min(pc.binary_length(pc.utf8_trim_whitespace(message_ids))).as_py()
+        return shortest is not None and shortest > 0
+    return all(map(str.strip, message_ids))
 
 
 def _all(values: list, value: Any) -> bool:
@@ -93,8 +108,10 @@ def _binary_array(data: bytes, sizes: list[int], type_: pa.DataType) -> pa.Array
     return pa.Array.from_buffers(type_, n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
-def _string_array(values: list[str]) -> pa.Array:
+def _string_array(values: list[str] | pa.Array) -> pa.Array:
     """pa.array(values, pa.string()), built from one joined buffer when every value is ASCII."""
+    if isinstance(values, pa.Array):
+        return values
     joined = "".join(values)
     if not joined.isascii():
         return pa.array(values, pa.string())
@@ -111,7 +128,7 @@ def _stored_properties(cols: SendColumns) -> list[list[tuple[str, str]]] | None:
 
 
 def message_columns(
-    cols: SendColumns, bodies: list[bytes], types: list[int] | None, now_ms: int
+    cols: SendColumns, bodies: list[bytes] | pa.Array, types: list[int] | None, now_ms: int
 ) -> MessageColumns:
     """The stored columns of a validated request's messages .
 
@@ -134,7 +151,7 @@ def message_columns(
         message_id=_string_array(cols.message_id),
         tag=_column(tags, n, typ("tag"), None),
         keys=_column(cols.keys, n, typ("keys"), []),
-        body=_binary_array(b"".join(bodies), sizes, typ("body")),
+        body=bodies if isinstance(bodies, pa.Array) else _binary_array(b"".join(bodies), sizes, typ("body")),
         properties=_column(_stored_properties(cols), n, typ("properties"), []),
         born_timestamp=_column(cols.born_timestamp, n, typ("born_timestamp"), 0),
         born_host=_column(cols.born_host, n, typ("born_host"), ""),

@@ -72,11 +72,11 @@ def _queue_ids(cols: SendColumns, topic: str, queues: int, explicit: bool) -> li
     ]
 
 
-def _bodies(cols: SendColumns) -> list[bytes]:
+def _bodies(cols: SendColumns) -> list[bytes] | pa.Array:
     """The messages' bodies as stored: compressed ones decompressed."""
     if cols.compressed is None:
         return cols.body
-    bodies = list(cols.body)
+    bodies = cols.body.to_pylist() if isinstance(cols.body, pa.Array) else list(cols.body)
     for i, packed in enumerate(cols.compressed):
         if packed:
             try:

@@ -21,7 +21,7 @@ from rocketmq_protocol.send_rules import (
 )
 
 from .errors import BrokerError
-from .send_columns import SendColumns
+from .send_columns import SendColumns, all_present, value_at
 
 
 def check_message(cols: SendColumns, i: int, max_body_size: int, now_ms: int) -> None:
@@ -60,7 +60,7 @@ def check_message(cols: SendColumns, i: int, max_body_size: int, now_ms: int) ->
     for key in keys:
         if problem := key_problem(key):
             raise BrokerError(Violation.ILLEGAL_KEY, f"message #{i}: key {key!r} {problem}")
-    if not cols.message_id[i].strip():
+    if not value_at(cols.message_id, i).strip():
         raise BrokerError(Violation.ILLEGAL_MESSAGE_ID, f"message #{i}: message id is blank")
     group = cols.message_group[i] if cols.message_group is not None else None
     if group is not None and (problem := group_problem(group)):
@@ -127,7 +127,7 @@ def columns_valid(
         longest_keys = max((sum(map(len, k)) for k in cols.keys), default=0) if cols.keys else 0
         if longest_tag + longest_keys > MAX_PROPERTIES_BYTES:
             return False  # the per-message checks decide (tag and keys count toward the limit)
-    if not all(map(str.strip, cols.message_id)):
+    if not all_present(cols.message_id):
         return False
     groups = cols.message_group
     if groups is not None and any(group_problem(g) for g in _distinct(groups) if g is not None):

@@ -15,6 +15,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, ti
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from rocketmq_protocol.grpc_v2 import service_pb2 as s
 from rocketmq_protocol.limits import RESERVED_PROPERTY_KEYS
+from rocketmq_protocol.protobuf_wire import varint
 
 from ..core.send_columns import SendColumns, _all
 
@@ -307,15 +308,6 @@ _OFFSET_TAG = 0x20  # SendResultEntry.offset: field 4, varint
 _VARINT_LIMITS = np.array([1 << (7 * k) for k in range(1, 10)], dtype=np.uint64)
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def _varint_sizes(values: np.ndarray) -> np.ndarray:
     """Bytes of each (non-negative) value as a protobuf varint."""
     return np.searchsorted(_VARINT_LIMITS, values.astype(np.uint64), side="right") + 1
@@ -345,18 +337,18 @@ def send_response_bytes(message_ids: pa.StringArray, offsets: np.ndarray) -> byt
     id_data = np.frombuffer(message_ids.buffers()[2], np.uint8)[id_ends[0] : id_ends[-1]]
     offsets = np.asarray(offsets, dtype=np.int64)
     id_len = np.diff(id_ends)
-    size = len(_varint(int(offsets.max())))
-    if id_len.min() == id_len.max() and len(_varint(int(offsets.min()))) == size:
+    size = len(varint(int(offsets.max())))
+    if id_len.min() == id_len.max() and len(varint(int(offsets.min()))) == size:
         return _OK_STATUS_FIELD + _uniform_entries(id_data, int(id_len[0]), offsets, size)
     return _OK_STATUS_FIELD + _entries(id_data, id_ends, offsets)
 
 
 def _uniform_entries(id_data: np.ndarray, id_len: int, offsets: np.ndarray, offset_size: int) -> bytes:
     """Entries whose ids have `id_len` bytes and offsets `offset_size` varint bytes: rows of one array."""
-    head = _varint(id_len)
+    head = varint(id_len)
     head = (
         bytes([_ENTRIES_TAG])
-        + _varint(len(_ENTRY_PREFIX) + len(head) + id_len + 1 + offset_size)
+        + varint(len(_ENTRY_PREFIX) + len(head) + id_len + 1 + offset_size)
         + _ENTRY_PREFIX
         + head
     )

@@ -25,6 +25,7 @@ from ..core.errors import BrokerError, ErrorKind
 from ..core.filtering import FilterError, parse_filter
 from ..core.long_polling import LongPollingService
 from ..core.pulling import pull
+from ..core.send_columns import SendColumns
 from ..core.sending import SendResult, send
 from ..core.validation import accept_message_types
 from .access import check_access
@@ -42,6 +43,7 @@ from .common import (
 )
 from .consumption import ConsumptionRpcs
 from .messages import send_columns, send_response_bytes, table_to_messages, wrap_namespace
+from .uniform_send import uniform_send
 
 log = logging.getLogger(__name__)
 
@@ -58,14 +60,19 @@ CLIENT_TYPES = {
 
 
 class ReceivedSend:
-    """A SendMessageRequest as received: parsed, and the bytes it was parsed from (`send_columns` reads its
-    columns from them instead of re-serializing the request)."""
+    """A SendMessageRequest as received: the bytes, and either the parsed request (`send_columns` reads its
+    columns from the bytes instead of re-serializing it) or, for messages of one layout (`uniform_send`),
+    its first message alone and the columns of all."""
 
-    __slots__ = ("raw", "request")
+    __slots__ = ("columns", "raw", "request")
 
     def __init__(self, raw: bytes) -> None:
         self.raw = raw
-        self.request = s.SendMessageRequest.FromString(raw)
+        uniform = uniform_send(raw)
+        if uniform is None:
+            self.request, self.columns = s.SendMessageRequest.FromString(raw), None
+        else:
+            self.request, self.columns = uniform
 
 
 def _dur(seconds: float) -> duration_pb2.Duration:
@@ -283,14 +290,14 @@ class MessagingService(ConsumptionRpcs, service_pb2_grpc.MessagingServiceService
     async def send_message_bytes(self, request, context) -> bytes:
         """SendMessage answering with the serialized SendMessageResponse (see `add_to_server`); `request` is a
         SendMessageRequest or a `ReceivedSend` (the request and the bytes it was parsed from)."""
-        raw = None
+        raw = cols = None
         if isinstance(request, ReceivedSend):
-            raw, request = request.raw, request.request
+            raw, cols, request = request.raw, request.columns, request.request
         refused = await refusal(self, "SendMessage", request, context)
         if refused is not None:
             return s.SendMessageResponse(status=refused).SerializeToString()
         try:
-            result = await self._send(request, context, raw)
+            result = await self._send(request, context, raw, cols)
         except BrokerError as e:
             return s.SendMessageResponse(status=status(code_of(e), e.message)).SerializeToString()
         if result.transaction_ids is None:
@@ -311,8 +318,11 @@ class MessagingService(ConsumptionRpcs, service_pb2_grpc.MessagingServiceService
         )
         service_pb2_grpc.add_MessagingServiceServicer_to_server(self, server)
 
-    async def _send(self, request, context, raw: bytes | None = None) -> SendResult:
-        """The request's messages, read column by column, stored by the broker core; BrokerError otherwise."""
+    async def _send(
+        self, request, context, raw: bytes | None = None, cols: SendColumns | None = None
+    ) -> SendResult:
+        """The request's messages, read column by column (or `cols`, already read), stored by the broker core;
+        BrokerError otherwise."""
         msgs = request.messages
         if not msgs:
             raise BrokerError(ErrorKind.MESSAGE_CORRUPTED, "the request holds no message")
@@ -320,7 +330,8 @@ class MessagingService(ConsumptionRpcs, service_pb2_grpc.MessagingServiceService
         err = topic_error(first.name)
         if err:
             raise BrokerError(ErrorKind.ILLEGAL_TOPIC, err)
-        cols = send_columns(request, raw)
+        if cols is None:
+            cols = send_columns(request, raw)
         if not cols.topics_match:
             for i, m in enumerate(msgs):
                 if m.topic.name != first.name or m.topic.resource_namespace != first.resource_namespace:

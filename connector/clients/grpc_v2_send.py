@@ -31,6 +31,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rocketmq_protocol.protobuf_wire import field_bytes, varint, varint_size
+
 from ..queues import MessageQueue
 from ..sink_rows import CheckedRows, as_binary, list_values
 from .base import EncodedRows, SendEncoder
@@ -51,7 +53,6 @@ __all__ = [
     "varint_size",
 ]
 
-_U64 = (1 << 64) - 1
 QUEUE_ID_KEY = b"\x68"  # SystemProperties.queue_id: field 13, varint
 #: Size of the queue_id field every message header is computed for (key + 1-byte varint: queue ids 0..127).
 QUEUE_FIELD_SIZE = 2
@@ -61,36 +62,6 @@ _TABLE_SIZE = 1 << 14
 
 
 # ------------------------------------------------------------------------------------------ wire primitives
-def _varint_slow(value: int) -> bytes:
-    value &= _U64  # negative int32/int64 values take 10 bytes (two's complement), as protobuf writes them
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-_VARINTS: tuple[bytes, ...] = tuple(_varint_slow(i) for i in range(_TABLE_SIZE))
-
-
-def varint(value: int) -> bytes:
-    """Base-128 varint of an int (negative numbers as 64-bit two's complement)."""
-    return _VARINTS[value] if 0 <= value < _TABLE_SIZE else _varint_slow(value)
-
-
-def varint_size(value: int) -> int:
-    """Bytes `varint(value)` takes."""
-    if value < 0:
-        return 10
-    return 1 if value < 0x80 else 2 if value < 0x4000 else (value.bit_length() + 6) // 7
-
-
-def field_bytes(key: bytes, data: bytes) -> bytes:
-    """A length-delimited field: key, varint length, data."""
-    return key + varint(len(data)) + data
-
-
 def timestamp_bytes(ms_or_us: int, unit: str = "ms") -> bytes:
     """A `google.protobuf.Timestamp` message body from epoch milliseconds (`unit="ms"`) or microseconds."""
     per_s = 1000 if unit == "ms" else 1_000_000
@@ -117,7 +88,7 @@ def queue_id_field(queue_id: int) -> bytes:
     return QUEUE_ID_KEY + varint(queue_id)
 
 
-_MESSAGE_HEADERS: tuple[bytes, ...] = tuple(_MESSAGE_KEY + v for v in _VARINTS)
+_MESSAGE_HEADERS: tuple[bytes, ...] = tuple(_MESSAGE_KEY + varint(i) for i in range(_TABLE_SIZE))
 
 
 def message_headers(
@@ -137,7 +108,7 @@ def message_headers(
         sp_varint = np.fromiter(map(len, sp_headers), np.int64, len(sp))
     total = len(topic_field) + 1 + sp_varint + sp + tail_sizes
     table, size = _MESSAGE_HEADERS, _TABLE_SIZE
-    headers = [table[x] if x < size else _MESSAGE_KEY + _varint_slow(x) for x in total.tolist()]
+    headers = [table[x] if x < size else _MESSAGE_KEY + varint(x) for x in total.tolist()]
     sizes = total + np.fromiter(map(len, headers), np.int64, len(headers))
     return headers, sp_headers, sizes
 
