@@ -39,7 +39,7 @@ from connector.producer import Producer, SendStats, _Request, describe_rows
 from connector.queues import MessageQueue
 from connector.sink_rows import RowChecker
 from connector.sink_schema import check_arrow_schema, check_spark_schema
-from connector.writer import RocketMQBatchWriter, RocketMQCommitMessage, RocketMQStreamWriter
+from connector.writer import RocketMQBatchWriter, RocketMQCommitMessage, RocketMQStreamWriter, coalesced
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from rocketmq_protocol.grpc_v2 import service_pb2 as s
 from rocketmq_protocol.hashing import guava_consistent_hash, java_string_hash
@@ -573,3 +573,20 @@ def test_clock_is_wall_time_by_default() -> None:
     [checked] = RowChecker({"body": "body"}, "T", 100).check(b, 0)
     [m] = parse(GrpcSendEncoder().encode(checked))
     assert abs(m.system_properties.born_timestamp.ToMilliseconds() - time.time() * 1000) < 60_000
+
+
+def test_input_batches_are_joined_into_larger_ones_in_order() -> None:
+    batches = [
+        pa.record_batch([pa.array([b"%d-%d" % (i, j) for j in range(n)])], names=["body"])
+        for i, n in enumerate([3, 4, 2, 9, 1, 1])
+    ]
+    out = list(coalesced(iter(batches), max_rows=6, max_bytes=1 << 30))
+    assert [b.num_rows for b in out] == [7, 11, 2]  # 3+4, 2+9, then the rest
+    assert out[1].schema == batches[0].schema
+    joined = [v for b in out for v in b.column(0).to_pylist()]
+    assert joined == [v for b in batches for v in b.column(0).to_pylist()]
+    big = pa.record_batch([pa.array([b"x"] * 10)], names=["body"])
+    assert next(coalesced(iter([big]), max_rows=6, max_bytes=1 << 30)) is big  # passes through uncopied
+    by_bytes = list(coalesced(iter(batches), max_rows=1000, max_bytes=batches[0].nbytes + 1))
+    assert [b.num_rows for b in by_bytes] == [7, 11, 2]
+    assert list(coalesced(iter([]), max_rows=6, max_bytes=1)) == []
