@@ -25,6 +25,9 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from connector.options import DEFAULT_PULL_BATCH_SIZE
+from connector.schema import ARROW_BATCH_ROWS
+
 NAME = "bench_ceiling"
 
 
@@ -65,7 +68,9 @@ class CeilingReader(DataSourceReader):
         ns = lowered.get("nameserver")
         self.endpoints = NAME_SERVER_PREFIX + ns if ns else lowered["endpoints"]
         self.topic = lowered["topic"]
-        self.batch_rows = int(lowered.get("pullbatchsize", "8192"))
+        # The batches the rocketmq reader hands Spark: a pull's rows, sliced to ARROW_BATCH_ROWS.
+        pull = int(lowered.get("pullbatchsize", DEFAULT_PULL_BATCH_SIZE))
+        self.batch_rows = min(pull, ARROW_BATCH_ROWS)
 
     def partitions(self) -> list[InputPartition]:
         return _plan(self.endpoints, self.topic, self.batch_rows)

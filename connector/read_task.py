@@ -27,7 +27,11 @@ from .worker_heap import freeze_worker_heap
 
 log = logging.getLogger(__name__)
 
-__all__ = ["RangePartition", "read_partition", "read_range"]
+__all__ = ["PULL_MAX_BYTES", "RangePartition", "read_partition", "read_range"]
+
+#: Stored bytes one pull of a read task asks for at most: `pullBatchSize` 100-byte messages fit, larger ones
+#: come in fewer per pull, so a task's two pulls in memory stay bounded whatever the message size.
+PULL_MAX_BYTES = 8 << 20
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,7 @@ def read_range(
             group=p.group,
             filter=p.filter,
             timeout_ms=p.pull_timeout_ms,
+            max_bytes=PULL_MAX_BYTES,
         )
 
     def submit(offset: int) -> Future[PullResult]:

@@ -50,7 +50,7 @@ def test_reader_defaults_stream_and_batch() -> None:
     assert (o.num_partitions, o.max_messages_per_partition) == (None, None)
     assert o.allocate_strategy == AVERAGELY
     assert o.commit_offsets_to_group and o.fail_on_data_loss
-    assert (o.pull_batch_size, o.pull_timeout_ms, o.pull_protocol) == (8192, 30000, "auto")
+    assert (o.pull_batch_size, o.pull_timeout_ms, o.pull_protocol) == (32768, 30000, "auto")
     assert (o.access_key, o.secret_key, o.namespace, o.tls, o.tls_ca_file) == (None, None, "", False, None)
     assert o.client_config == ClientConfig(EP)
     b = reader(streaming=False)
