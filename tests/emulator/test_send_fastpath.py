@@ -7,7 +7,6 @@ import asyncio
 import gzip
 import random
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import grpc
@@ -25,28 +24,11 @@ from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from rocketmq_protocol.grpc_v2 import service_pb2 as s
 from rocketmq_protocol.grpc_v2 import service_pb2_grpc
 from rocketmq_protocol.hashing import java_string_hash
+from tests.support.v2_context import V2Context
 
 QUEUES = 5
 NOW_MS = 1_700_000_000_000
 TOPICS = {"mixed": "MIXED", "normal": "NORMAL", "fifo": "FIFO", "delay": "DELAY"}
-
-
-class _Context:
-    def __init__(self, explicit: bool) -> None:
-        self.md = (("x-mq-client-id", "c"), ("x-mq-queue-id-explicit", "true" if explicit else "false"))
-
-    def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
-        return self.md
-
-    def time_remaining(self) -> float:
-        return 10.0
-
-
-@pytest.fixture
-def loop() -> Iterator[asyncio.AbstractEventLoop]:
-    lp = asyncio.new_event_loop()
-    yield lp
-    lp.close()
 
 
 def _service(loop: asyncio.AbstractEventLoop, per_message: bool = False) -> MessagingService:
@@ -143,7 +125,7 @@ def _request(rng: random.Random, topic: str, n: int, spoil_rate: float) -> s.Sen
 
 
 def _outcome(svc: MessagingService, request: s.SendMessageRequest, explicit: bool) -> s.SendMessageResponse:
-    return svc.polling.loop.run_until_complete(svc.SendMessage(request, _Context(explicit)))
+    return svc.polling.loop.run_until_complete(svc.SendMessage(request, V2Context(explicit)))
 
 
 def _stored(svc: MessagingService) -> dict:
@@ -412,7 +394,7 @@ def test_add_to_server_answers_send_message_with_raw_bytes(loop: asyncio.Abstrac
         try:
             async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
                 stub = service_pb2_grpc.MessagingServiceStub(channel)
-                md = _Context(True).md
+                md = V2Context(True).md
                 msgs = [d.Message(topic=d.Resource(name="mixed"), body=b"x") for _ in range(3)]
                 for i, m in enumerate(msgs):
                     m.system_properties.message_id = f"id-{i}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pyarrow as pa
 import pytest
@@ -19,6 +19,7 @@ from broker_emulator.grpc_v2.messaging import MessagingService, ReceivedSend
 from broker_emulator.grpc_v2.uniform_send import uniform_send
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from rocketmq_protocol.grpc_v2 import service_pb2 as s
+from tests.support.v2_context import V2Context
 
 NOW_MS = 1_700_000_000_000
 
@@ -188,21 +189,6 @@ def test_single_messages_and_duplicated_fields_are_declined() -> None:
 
 
 # ------------------------------------------------------------------------------- through the service
-class _Context:
-    md = (("x-mq-client-id", "c"), ("x-mq-queue-id-explicit", "true"))
-
-    def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
-        return self.md
-
-    def time_remaining(self) -> float:
-        return 10.0
-
-
-@pytest.fixture
-def loop() -> Iterator[asyncio.AbstractEventLoop]:
-    lp = asyncio.new_event_loop()
-    yield lp
-    lp.close()
 
 
 def _service(loop: asyncio.AbstractEventLoop) -> MessagingService:
@@ -218,7 +204,7 @@ def _answer(svc: MessagingService, raw: bytes, uniform: bool) -> s.SendMessageRe
         assert received.columns is not None
     else:
         received = s.SendMessageRequest.FromString(raw)  # the parsed request, as generated handlers pass it
-    reply = svc.polling.loop.run_until_complete(svc.send_message_bytes(received, _Context()))
+    reply = svc.polling.loop.run_until_complete(svc.send_message_bytes(received, V2Context()))
     return s.SendMessageResponse.FromString(reply)
 
 
