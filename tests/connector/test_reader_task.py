@@ -181,3 +181,34 @@ def test_retention_gap_fails_or_skips_to_the_earliest_available(protocol: str) -
             list(read_partition(_partition(emu, [rng], pull_protocol=protocol)))
         p = _partition(emu, [rng], fail_on_data_loss=False, pull_protocol=protocol)
         assert _offsets(read_partition(p)) == list(range(15, 20))
+
+
+def _stored_rows(start: int, n: int) -> pa.RecordBatch:
+    """n stored rows with offsets start..start+n-1 and nothing else set."""
+    cols = {f.name: pa.nulls(n, f.type) for f in MESSAGE_SCHEMA}
+    cols["queue_offset"] = pa.array(range(start, start + n), pa.int64())
+    cols["message_id"] = pa.array(["m"] * n)
+    cols["body"] = pa.array([b"b"] * n)
+    cols["store_timestamp"] = pa.array([1] * n, pa.timestamp("ms"))
+    return pa.record_batch(list(cols.values()), schema=MESSAGE_SCHEMA)
+
+
+@pytest.mark.parametrize(
+    ("chunk_rows", "batch_rows"),
+    [
+        ([100] * 50, [5000]),  # small chunks are joined
+        ([3000, 3000, 3000, 1000], [8192, 1808]),  # averaging under half a batch: joined, then cut
+        ([4096] * 3, [4096] * 3),  # chunks of half a batch or more are kept as they are
+        ([20000], [8192, 8192, 3616]),  # a long chunk is cut
+        ([5000, 12000], [5000, 8192, 3808]),
+    ],
+)
+def test_pulled_chunks_reach_spark_in_batches_of_at_most_8192_rows(
+    chunk_rows: list[int], batch_rows: list[int]
+) -> None:
+    starts = [sum(chunk_rows[:i]) for i in range(len(chunk_rows))]
+    table = pa.Table.from_batches([_stored_rows(s, n) for s, n in zip(starts, chunk_rows, strict=True)])
+    batches = to_record_batches(table, "t", "b", 0)
+    assert [b.num_rows for b in batches] == batch_rows
+    offsets = [o for b in batches for o in b.column("queueOffset").to_pylist()]
+    assert offsets == list(range(sum(chunk_rows)))
