@@ -127,11 +127,16 @@ def test_broker_down_mid_write(protocol, spark: SparkSession, faulty: Emulator) 
     thread.join(180)
     assert not thread.is_alive() and not errors, errors
     assert stored_on(faulty, topic, "broker-b") == b_at_fault  # later sends all went to broker-a
-    assert stored_on(faulty, topic, "broker-a") == n - b_at_fault
     faulty.broker("broker-b").clear_faults()
-    assert sorted(bodies(read_topic(target_of(faulty, protocol), topic))) == expected(
-        n
-    )  # nothing lost, once each
+    got = sorted(bodies(read_topic(target_of(faulty, protocol), topic)))
+    assert sorted(set(got)) == expected(n)  # nothing lost
+    # A down remoting broker closes its connections (a crash): a request it had already stored when the
+    # next one arrived loses its answer, and the producer sends it again to broker-a (at-least-once). At
+    # most the requests in flight come twice (2 tasks × 2 requests × 100 messages). gRPC refuses new calls
+    # and lets the accepted ones answer, so there every message lands once.
+    duplicates = len(got) - n
+    assert (duplicates == 0) if protocol == "grpc" else (0 <= duplicates <= 2 * 2 * 100), duplicates
+    assert stored_on(faulty, topic, "broker-a") == n - b_at_fault + duplicates
 
 
 def test_slow_broker_with_latency_fault_enabled(protocol, spark: SparkSession, faulty: Emulator) -> None:
