@@ -16,10 +16,11 @@ import pytest
 
 from broker_emulator.core.cluster import Cluster, ClusterConfig
 from broker_emulator.core.long_polling import LongPollingService
+from broker_emulator.core.send_columns import SendColumns
 from broker_emulator.core.store.consume_queue import ConsumeQueue
 from broker_emulator.core.store.records import MESSAGE_SCHEMA, MessageColumns, repeated
 from broker_emulator.grpc_v2.messages import send_columns, send_response_bytes, timestamp_ms
-from broker_emulator.grpc_v2.messaging import MessagingService
+from broker_emulator.grpc_v2.messaging import MessagingService, ReceivedSend
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from rocketmq_protocol.grpc_v2 import service_pb2 as s
 from rocketmq_protocol.grpc_v2 import service_pb2_grpc
@@ -31,15 +32,12 @@ NOW_MS = 1_700_000_000_000
 TOPICS = {"mixed": "MIXED", "normal": "NORMAL", "fifo": "FIFO", "delay": "DELAY"}
 
 
-def _service(loop: asyncio.AbstractEventLoop, per_message: bool = False) -> MessagingService:
-    """A one-broker in-memory service; `per_message` forces the per-message (reference) path."""
+def _service(loop: asyncio.AbstractEventLoop) -> MessagingService:
+    """A one-broker in-memory service."""
     cluster = Cluster(ClusterConfig(brokers=1, max_body_size=1000))
     for name, mtype in TOPICS.items():
         cluster.create_topic(name, QUEUES, mtype)
-    svc = MessagingService(cluster, cluster.brokers[0], LongPollingService(loop))
-    if per_message:
-        svc._plan_columns = lambda *a: None  # type: ignore[method-assign]
-    return svc
+    return MessagingService(cluster, cluster.brokers[0], LongPollingService(loop))
 
 
 # ------------------------------------------------------------------------------------ random messages
@@ -124,8 +122,42 @@ def _request(rng: random.Random, topic: str, n: int, spoil_rate: float) -> s.Sen
     return s.SendMessageRequest.FromString(s.SendMessageRequest(messages=msgs).SerializeToString())
 
 
-def _outcome(svc: MessagingService, request: s.SendMessageRequest, explicit: bool) -> s.SendMessageResponse:
-    return svc.polling.loop.run_until_complete(svc.SendMessage(request, V2Context(explicit)))
+def _outcome(
+    svc: MessagingService, request: s.SendMessageRequest, explicit: bool, per_message: bool = False
+) -> s.SendMessageResponse:
+    """The service's answer; `per_message`: with the request's columns read message by message (the
+    reference for `send_columns`) instead of column by column."""
+    received: Any = request
+    if per_message:
+        received = ReceivedSend.__new__(ReceivedSend)
+        received.raw, received.request = None, request
+        received.columns = _per_message_columns(request)
+    reply = svc.polling.loop.run_until_complete(svc.send_message_bytes(received, V2Context(explicit)))
+    return s.SendMessageResponse.FromString(reply)
+
+
+def _per_message_columns(request: s.SendMessageRequest) -> SendColumns:
+    """SendColumns read message by message with HasField semantics (every column a full list)."""
+    ref = _reference_columns(request)
+    msgs = request.messages
+    first = msgs[0].topic
+    return SendColumns(
+        n=len(msgs),
+        topics_match=all(m.topic == first for m in msgs),
+        body=ref["body"],
+        body_size=[len(b) for b in ref["body"]],
+        message_id=ref["message_id"],
+        tag=ref["tag"],
+        keys=ref["keys"],
+        properties=[list(m.user_properties.items()) for m in msgs],
+        born_timestamp=ref["born_timestamp"],
+        born_host=ref["born_host"],
+        message_group=ref["message_group"],
+        delivery_timestamp=ref["delivery_timestamp"],
+        message_type=ref["message_type"],
+        compressed=ref["compressed"],
+        queue_id=ref["queue_id"],
+    )
 
 
 def _stored(svc: MessagingService) -> dict:
@@ -142,13 +174,13 @@ def test_column_path_equals_per_message_path(
 ) -> None:
     monkeypatch.setattr("time.time", lambda: NOW_MS / 1000)
     rng = random.Random(seed)
-    fast, slow = _service(loop), _service(loop, per_message=True)
+    fast, slow = _service(loop), _service(loop)
     for _ in range(30):
         topic = rng.choice(["mixed", "mixed", *TOPICS])
         n = rng.choice([1, 2, 7, 40])
         request = _request(rng, topic, n, rng.choice([0.0, 0.0, 0.05, 0.3]))
         explicit = rng.random() < 0.5
-        a, b = _outcome(fast, request, explicit), _outcome(slow, request, explicit)
+        a, b = _outcome(fast, request, explicit), _outcome(slow, request, explicit, per_message=True)
         assert a == b
         assert fast.broker._rr == slow.broker._rr
     assert _stored(fast) == _stored(slow)
