@@ -124,11 +124,22 @@ def clients(served):
         c.close()
 
 
-def receive_all(consumer: SimpleConsumer, expected: int, timeout: float, ack: bool = True) -> list:
+def receive_all(
+    consumer: SimpleConsumer, expected: int, timeout: float, ack: bool = True, idle_s: float | None = None
+) -> list:
+    """Receives until `expected` messages came, `timeout` passed, or (with `idle_s`) that long went by
+    without a message. The client picks a queue at random per receive, so once one broker is drained each
+    receive sent to it waits its whole long-polling time: a fixed deadline alone fails at random."""
     got = []
     deadline = time.time() + timeout
+    last = time.time()
     while len(got) < expected and time.time() < deadline:
-        for m in consumer.receive(32, 15):
+        if idle_s is not None and time.time() - last > idle_s:
+            break
+        batch = consumer.receive(32, 15)
+        if batch:
+            last = time.time()
+        for m in batch:
             got.append(m)
             if ack:
                 consumer.ack(m)
@@ -144,7 +155,7 @@ def test_producer_to_simple_consumer_exactly_once_per_group(served, clients):
         sent[receipt.message_id] = i
     for group in ("g_a_" + topic, "g_b_" + topic):
         consumer = clients.simple(group, topic)
-        got = receive_all(consumer, 1000, 90)
+        got = receive_all(consumer, 1000, 600, idle_s=90)
         ids = [m.message_id for m in got]
         assert len(ids) == 1000 and set(ids) == set(sent), (
             f"{group}: {len(ids)} received, {len(set(ids))} distinct"
@@ -239,7 +250,7 @@ def test_fifo_order_within_message_groups(served, clients):
     for i in range(200):
         producer.send(message(topic, i, message_group=f"order-{i % 8}"))
     consumer = clients.simple(group, topic)
-    got = receive_all(consumer, 200, 90)
+    got = receive_all(consumer, 200, 600, idle_s=90)
     assert len(got) == 200
     per_group: dict[str, list[int]] = {}
     for m in got:
