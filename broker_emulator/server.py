@@ -8,8 +8,6 @@ import logging
 
 import grpc
 
-from rocketmq_protocol.extension import pb_grpc
-
 from .core.cluster import Cluster, ClusterConfig
 from .core.long_polling import LongPollingService
 from .extension.service import ExtensionService
@@ -97,7 +95,7 @@ class EmulatorServer:
         )
         messaging = MessagingService(self.cluster, b, polling)
         messaging.add_to_server(server)
-        pb_grpc.add_EmulatorServiceServicer_to_server(ExtensionService(self.cluster, b, polling), server)
+        ExtensionService(self.cluster, b, polling).add_to_server(server)
         want = 0 if self.port == 0 else self.port + b.index
         addr = f"{self.config.host}:{want}"
         if self.tls:

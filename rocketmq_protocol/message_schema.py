@@ -35,24 +35,25 @@ NORMAL, FIFO, DELAY, TRANSACTION = 1, 2, 3, 4
 MESSAGE_TYPE_NAMES = {NORMAL: "NORMAL", FIFO: "FIFO", DELAY: "DELAY", TRANSACTION: "TRANSACTION"}
 
 
-def table_to_ipc(batch: pa.RecordBatch | pa.Table) -> bytes:
+def write_ipc(rows: pa.RecordBatch | pa.Table, sink: pa.NativeFile) -> int:
+    """Writes `rows` to `sink` as one Arrow IPC stream of MESSAGE_SCHEMA; the bytes written."""
+    start = sink.tell()
+    with pa.ipc.new_stream(sink, MESSAGE_SCHEMA) as writer:
+        if isinstance(rows, pa.Table):
+            writer.write_table(rows)
+        else:
+            writer.write_batch(rows)
+    return sink.tell() - start
+
+
+def table_to_ipc(rows: pa.RecordBatch | pa.Table) -> bytes:
     """Serializes a batch or table as one Arrow IPC stream.
 
     The stream is sized first (a mock write copies nothing) and then written into one buffer of exactly
     that size, instead of a growing one that is copied at every doubling.
     """
-
-    def write(sink: pa.NativeFile) -> None:
-        with pa.ipc.new_stream(sink, MESSAGE_SCHEMA) as writer:
-            if isinstance(batch, pa.Table):
-                writer.write_table(batch)
-            else:
-                writer.write_batch(batch)
-
-    mock = pa.MockOutputStream()
-    write(mock)
-    buf = pa.allocate_buffer(mock.size())
-    write(pa.FixedSizeBufferWriter(buf))
+    buf = pa.allocate_buffer(write_ipc(rows, pa.MockOutputStream()))
+    write_ipc(rows, pa.FixedSizeBufferWriter(buf))
     return buf.to_pybytes()
 
 

@@ -5,14 +5,15 @@ from __future__ import annotations
 import json
 import logging
 
+import grpc
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rocketmq_protocol.extension import pb, pb_grpc
+from rocketmq_protocol.extension import pb
+from rocketmq_protocol.extension.bulk_pull_wire import encode_response
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from rocketmq_protocol.limits import RESERVED_PROPERTY_KEYS
-from rocketmq_protocol.message_schema import table_to_ipc
 from rocketmq_protocol.names import group_error, topic_error
 
 from ..core.admin import ADMIN_VERBS, MUTATING_ADMIN_VERBS, ClusterAdmin
@@ -28,9 +29,16 @@ log = logging.getLogger(__name__)
 
 BULK_MAX_MESSAGES = 65536
 BULK_DEFAULT_MAX_BYTES = 16 * 1024 * 1024
+SERVICE = pb.DESCRIPTOR.services_by_name["EmulatorService"].full_name
 
 
-class ExtensionService(pb_grpc.EmulatorServiceServicer):
+def _refusal(code: int, message: str) -> bytes:
+    return encode_response(code, message, 0, 0, 0, 0, None)
+
+
+class ExtensionService:
+    """rocketmq_emulator.v1.EmulatorService of one broker."""
+
     def __init__(self, cluster: Cluster, broker: Broker, polling: LongPollingService) -> None:
         self.cluster = cluster
         self.broker = broker
@@ -38,43 +46,50 @@ class ExtensionService(pb_grpc.EmulatorServiceServicer):
         self.polling = polling
         self.admin = ClusterAdmin(cluster)
 
-    async def BulkPull(self, request, context):
+    def add_to_server(self, server: grpc.aio.Server) -> None:
+        """Registers this service. BulkPull hands gRPC the response it serialized itself
+        (`bulk_pull_wire.encode_response`: the Arrow payload is written once, not copied into a protobuf
+        message and out of it again)."""
+        handlers = {
+            "BulkPull": grpc.unary_unary_rpc_method_handler(
+                self.bulk_pull_bytes, request_deserializer=pb.BulkPullRequest.FromString
+            ),
+            "Admin": grpc.unary_unary_rpc_method_handler(
+                self.Admin,
+                request_deserializer=pb.AdminRequest.FromString,
+                response_serializer=pb.AdminResponse.SerializeToString,
+            ),
+        }
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
+
+    async def bulk_pull_bytes(self, request, context) -> bytes:
+        """BulkPull's serialized response."""
         await apply_faults(self.broker, context)
         _, denied = check_access(self.cluster, "BulkPull", request, context)
         if denied is not None:
-            return pb.BulkPullResponse(code=code_of(denied), message=denied.message)
+            return _refusal(code_of(denied), denied.message)
         topic = request.topic
         err = topic_error(topic) or group_error(request.group)
         if err:
-            return pb.BulkPullResponse(code=d.BAD_REQUEST, message=err)
+            return _refusal(d.BAD_REQUEST, err)
         cfg = self.store.topics.get(topic)
         if cfg is None:
-            return pb.BulkPullResponse(
-                code=d.TOPIC_NOT_FOUND, message=f"topic {topic} is not served by {self.broker.name}"
-            )
+            return _refusal(d.TOPIC_NOT_FOUND, f"topic {topic} is not served by {self.broker.name}")
         qid = request.queue_id
         if not 0 <= qid < cfg.queues:
-            return pb.BulkPullResponse(
-                code=d.BAD_REQUEST, message=f"queue id {qid} of topic {topic} is outside 0..{cfg.queues - 1}"
-            )
+            return _refusal(d.BAD_REQUEST, f"queue id {qid} of topic {topic} is outside 0..{cfg.queues - 1}")
         try:
             flt = parse_filter(request.filter.type, request.filter.expression)
         except FilterError as e:
-            return pb.BulkPullResponse(code=d.ILLEGAL_FILTER_EXPRESSION, message=str(e))
+            return _refusal(d.ILLEGAL_FILTER_EXPRESSION, str(e))
         n = min(max(request.max_messages, 1), BULK_MAX_MESSAGES)
         max_bytes = request.max_bytes if request.max_bytes > 0 else BULK_DEFAULT_MAX_BYTES
         timeout = polling_timeout(request.long_polling_timeout_ms / 1000.0, context)
         result = await pull(self.store, self.polling, topic, qid, request.offset, n, max_bytes, flt, timeout)
         code, msg = pull_status(result)
-        payload = table_to_ipc(without_system_properties(result.table)) if result.table is not None else b""
-        return pb.BulkPullResponse(
-            code=code,
-            message=msg,
-            next_offset=result.next_offset,
-            min_offset=result.min_offset,
-            max_offset=result.max_offset,
-            count=result.count,
-            arrow_ipc=payload,
+        rows = without_system_properties(result.table) if result.table is not None else None
+        return encode_response(
+            code, msg, result.next_offset, result.min_offset, result.max_offset, result.count, rows
         )
 
     async def Admin(self, request, context):

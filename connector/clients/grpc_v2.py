@@ -24,7 +24,8 @@ from typing import Any, NamedTuple, TypeVar
 import grpc
 import pyarrow as pa
 
-from rocketmq_protocol.extension import pb, pb_grpc
+from rocketmq_protocol.extension import pb
+from rocketmq_protocol.extension.bulk_pull_wire import BulkPullReply, decode_response
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from rocketmq_protocol.grpc_v2 import service_pb2 as s
 from rocketmq_protocol.grpc_v2 import service_pb2_grpc
@@ -93,6 +94,7 @@ ERROR_KINDS = {
 }
 READER_RPCS = "PullMessage, GetOffset, UpdateOffset and QueryOffset"
 SEND_MESSAGE_METHOD = "/apache.rocketmq.v2.MessagingService/SendMessage"
+BULK_PULL_METHOD = "/rocketmq_emulator.v1.EmulatorService/BulkPull"
 
 R = TypeVar("R")
 
@@ -113,7 +115,7 @@ def v2_error(code: int, message: str, endpoint: str, rpc: str) -> RocketMQError:
 class _Stubs(NamedTuple):
     channel: grpc.Channel
     v2: service_pb2_grpc.MessagingServiceStub
-    ext: pb_grpc.EmulatorServiceStub
+    bulk_pull: grpc.UnaryUnaryMultiCallable  # BulkPull answering a BulkPullReply (payload read in place)
     send: grpc.UnaryUnaryMultiCallable  # SendMessage taking a serialized request (the writer encodes its own)
 
 
@@ -171,7 +173,11 @@ class GrpcClient(RocketMQClient):
                 stubs = _Stubs(
                     channel,
                     service_pb2_grpc.MessagingServiceStub(channel),
-                    pb_grpc.EmulatorServiceStub(channel),
+                    channel.unary_unary(
+                        BULK_PULL_METHOD,
+                        request_serializer=pb.BulkPullRequest.SerializeToString,
+                        response_deserializer=decode_response,
+                    ),
                     channel.unary_unary(
                         SEND_MESSAGE_METHOD,
                         request_serializer=None,
@@ -423,8 +429,8 @@ class GrpcClient(RocketMQClient):
         if flt is not None and not flt.matches_all:
             req.filter.CopyFrom(pb.PullFilter(type=_filter_type(flt), expression=flt.expression))
 
-        def attempt(stubs: _Stubs, timeout: float, md: list[tuple[str, str]]) -> pb.BulkPullResponse:
-            resp = stubs.ext.BulkPull(req, timeout=timeout, metadata=md)
+        def attempt(stubs: _Stubs, timeout: float, md: list[tuple[str, str]]) -> BulkPullReply:
+            resp = stubs.bulk_pull(req, timeout=timeout, metadata=md)
             self._check_transient(resp.code, resp.message)
             return resp
 
