@@ -34,7 +34,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -45,11 +45,12 @@ from .errors import SendFailedError
 from .options import WriterOptions
 from .queue_selector import LatencyFaultTolerance, QueueSelector, TopicPublishInfo
 from .queues import MessageQueue
+from .send_stats import SendStats, add_count
 from .sink_rows import CheckedRows
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Producer", "SendStats", "TopicRoute", "describe_rows", "topic_route"]
+__all__ = ["Producer", "TopicRoute", "describe_rows", "topic_route"]
 
 ROUTE_TTL_S = 30.0
 ROUTE_TIMEOUT_MS = 10_000
@@ -123,44 +124,10 @@ def topic_route(client: RocketMQClient, options: WriterOptions, topic: str) -> T
 
 
 # ------------------------------------------------------------------------------------------ stats
-def _add(counts: dict[str, int], key: str, n: int = 1) -> None:
-    counts[key] = counts.get(key, 0) + n
 
 
 def _delta(now: dict[str, object], base: dict[str, object], key: str) -> int:
     return int(now[key]) - int(base[key])  # type: ignore[call-overload]
-
-
-@dataclass
-class SendStats:
-    """What a producer sent: acknowledged messages per broker and queue, attempts, retries, isolations."""
-
-    messages: int = 0
-    bytes: int = 0
-    requests: int = 0
-    attempts: int = 0
-    retries: int = 0
-    isolations: dict[str, int] = field(default_factory=dict)  # broker → isolations its sends caused
-    failures: dict[str, int] = field(default_factory=dict)  # "broker: reason" → failed attempts
-    per_broker: dict[str, int] = field(default_factory=dict)
-    per_queue: dict[str, int] = field(default_factory=dict)  # "topic/broker/queueId" → messages
-    better_half_picks: int = 0
-    round_robin_fallbacks: int = 0
-
-    def merge(self, other: SendStats) -> None:
-        """Adds `other`'s counts to these."""
-        for name in ("messages", "bytes", "requests", "attempts", "retries"):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-        self.better_half_picks += other.better_half_picks
-        self.round_robin_fallbacks += other.round_robin_fallbacks
-        for mine, theirs in (
-            (self.isolations, other.isolations),
-            (self.failures, other.failures),
-            (self.per_broker, other.per_broker),
-            (self.per_queue, other.per_queue),
-        ):
-            for k, v in theirs.items():
-                _add(mine, k, v)
 
 
 # ------------------------------------------------------------------------------------------ requests
@@ -427,7 +394,7 @@ class Producer:
     def _record(self, req: _Request, latency_ms: float, failed: bool) -> None:
         assert req.queue is not None
         if req.route.selector.record(req.queue.broker, latency_ms, failed) > 0:
-            _add(self.stats.isolations, req.queue.broker)
+            add_count(self.stats.isolations, req.queue.broker)
 
     def _count(self, req: _Request) -> None:
         """Counts `req`'s messages as acknowledged on its queue."""
@@ -435,8 +402,8 @@ class Producer:
         assert q is not None
         s, n = self.stats, len(req)
         s.messages += n
-        _add(s.per_broker, q.broker, n)
-        _add(s.per_queue, f"{q.topic}/{q.broker}/{q.queue_id}", n)
+        add_count(s.per_broker, q.broker, n)
+        add_count(s.per_queue, f"{q.topic}/{q.broker}/{q.queue_id}", n)
 
     def _acked(self, req: _Request, latency_ms: float) -> None:
         self._record(req, latency_ms, failed=False)
@@ -450,7 +417,7 @@ class Producer:
         q = req.queue
         assert q is not None
         self._record(req, latency_ms, failed=True)
-        _add(self.stats.failures, f"{q.broker}: {short}")
+        add_count(self.stats.failures, f"{q.broker}: {short}")
         req.last_broker = q.broker
         req.last_error = f"{q} on {req.endpoint}: {reason}"
         now = self._clock()

@@ -7,12 +7,22 @@ objects alive once a task has its client (modules, the client and its connection
 the worker) to the permanent generation (`gc.freeze()`), so later collections only walk what later tasks
 create. Objects frozen this way are still freed by reference counting; only cycles among them would
 outlive the worker's collections. It does nothing outside a Spark worker (the driver, a user's process).
+
+With glibc the same call also keeps freed memory in the worker (`_keep_freed_memory`): by default glibc
+hands memory back to the kernel as soon as a few hundred KiB to a few MiB are free (heap top trimming,
+buffers above the mmap threshold unmapped on free), so every pull's multi-MiB response and Arrow buffers
+are page-faulted in afresh: 0.03–0.05 minor faults and 0.08–0.12 µs of system time per message in a
+1M-message bulk read here. Keeping up to 64 MiB removes both: a raw bulk read outside Spark with the same
+thresholds went from 4.8–5.6M to 6.3–7.1M msgs/s, a Spark batch read's Python CPU from 0.50–0.58 to
+0.44–0.45 µs per message; the peak worker RSS of a 2 GB backlog read stayed 317 → 325 MiB.
 """
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import os
+import platform
 import sys
 
 __all__ = ["freeze_worker_heap"]
@@ -29,3 +39,17 @@ def freeze_worker_heap() -> None:
     _frozen_in_pid = pid
     gc.collect(1)
     gc.freeze()
+    _keep_freed_memory()
+
+
+_M_TRIM_THRESHOLD = -1  # glibc malloc.h: free heap top above this goes back to the kernel
+_M_MMAP_THRESHOLD = -3  # glibc malloc.h: allocations above this are mmapped, and unmapped on free
+
+
+def _keep_freed_memory() -> None:
+    """glibc only: keep up to 64 MiB of freed memory and heap-allocate buffers up to 32 MiB."""
+    if platform.libc_ver()[0] != "glibc":
+        return
+    libc = ctypes.CDLL(None)
+    libc.mallopt(_M_TRIM_THRESHOLD, 64 << 20)
+    libc.mallopt(_M_MMAP_THRESHOLD, 32 << 20)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import platform
 import subprocess
 import sys
+
+import pytest
 
 _PROBE = """
 import gc, sys
@@ -36,3 +39,43 @@ def test_a_spark_worker_freezes_its_heap_once() -> None:
 
 def test_any_other_process_is_left_alone() -> None:
     assert _counts(in_worker=False) == [0, 0, 0]
+
+
+_FAULTS_PROBE = """
+import resource, sys
+from connector.worker_heap import freeze_worker_heap
+if {in_worker}:
+    sys.modules["pyspark.worker"] = sys
+freeze_worker_heap()
+
+def cycle():
+    for size in (3 << 20, 9 << 20, 5 << 20, 20 << 20, 2 << 20, 12 << 20):  # a pull's buffers, varying
+        buffer = b"x" * size  # writes every page
+        del buffer
+
+cycle()
+start = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for _ in range(20):
+    cycle()
+print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - start)
+"""
+
+
+def _reuse_faults(in_worker: bool) -> int:
+    out = subprocess.run(
+        [sys.executable, "-c", _FAULTS_PROBE.format(in_worker=in_worker)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    return int(out.stdout)
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="malloc thresholds are set on glibc only")
+def test_a_spark_worker_reuses_freed_buffers_without_page_faults() -> None:
+    default = _reuse_faults(
+        in_worker=False
+    )  # glibc's defaults: freed multi-MiB buffers go back to the kernel
+    assert default >= 1000, default
+    assert _reuse_faults(in_worker=True) < default // 10

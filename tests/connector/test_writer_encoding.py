@@ -35,8 +35,9 @@ from connector.clients.grpc_v2_send import (
 )
 from connector.errors import OptionError, SinkInputError
 from connector.options import parse_writer_options
-from connector.producer import Producer, SendStats, _Request, describe_rows
+from connector.producer import Producer, _Request, describe_rows
 from connector.queues import MessageQueue
+from connector.send_stats import SendStats
 from connector.sink_rows import RowChecker
 from connector.sink_schema import check_arrow_schema, check_spark_schema
 from connector.writer import RocketMQBatchWriter, RocketMQCommitMessage, RocketMQStreamWriter, coalesced
