@@ -124,8 +124,6 @@ def topic_route(client: RocketMQClient, options: WriterOptions, topic: str) -> T
 
 
 # ------------------------------------------------------------------------------------------ stats
-
-
 def _delta(now: dict[str, object], base: dict[str, object], key: str) -> int:
     return int(now[key]) - int(base[key])  # type: ignore[call-overload]
 

@@ -14,7 +14,7 @@ buffers above the mmap threshold unmapped on free), so every pull's multi-MiB re
 are page-faulted in afresh: 0.03–0.05 minor faults and 0.08–0.12 µs of system time per message in a
 1M-message bulk read here. Keeping up to 64 MiB removes both: a raw bulk read outside Spark with the same
 thresholds went from 4.8–5.6M to 6.3–7.1M msgs/s, a Spark batch read's Python CPU from 0.50–0.58 to
-0.44–0.45 µs per message; the peak worker RSS of a 2 GB backlog read stayed 317 → 325 MiB.
+0.44–0.45 µs per message; the peak worker RSS of a 2 GB backlog read went from 317 to 325 MiB.
 """
 
 from __future__ import annotations

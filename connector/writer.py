@@ -26,6 +26,7 @@ from pyspark.sql.types import StructType
 from .errors import SinkInputError
 from .options import WriterOptions, parse_writer_options
 from .send_stats import SendStats
+from .worker_heap import freeze_worker_heap
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -125,7 +126,6 @@ class _SinkWriter:
         from .producer import Producer
         from .sink_rows import RowChecker
         from .sink_schema import check_arrow_schema
-        from .worker_heap import freeze_worker_heap
 
         pid, label = self._label()
         o = self.options

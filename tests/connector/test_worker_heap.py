@@ -23,12 +23,17 @@ print(before, first, gc.get_freeze_count())
 """
 
 
-def _counts(in_worker: bool) -> list[int]:
+def _run(probe: str, in_worker: bool) -> list[int]:
+    """The integers `probe` prints, run in a fresh interpreter that looks like a Spark worker or not."""
     out = subprocess.run(
-        [sys.executable, "-c", _PROBE.format(in_worker=in_worker)], capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", probe.format(in_worker=in_worker)], capture_output=True, text=True, timeout=60
     )
     assert out.returncode == 0, out.stderr
     return [int(x) for x in out.stdout.split()]
+
+
+def _counts(in_worker: bool) -> list[int]:
+    return _run(_PROBE, in_worker)
 
 
 def test_a_spark_worker_freezes_its_heap_once() -> None:
@@ -62,20 +67,12 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - start)
 
 
 def _reuse_faults(in_worker: bool) -> int:
-    out = subprocess.run(
-        [sys.executable, "-c", _FAULTS_PROBE.format(in_worker=in_worker)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert out.returncode == 0, out.stderr
-    return int(out.stdout)
+    return _run(_FAULTS_PROBE, in_worker)[0]
 
 
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="malloc thresholds are set on glibc only")
 def test_a_spark_worker_reuses_freed_buffers_without_page_faults() -> None:
-    default = _reuse_faults(
-        in_worker=False
-    )  # glibc's defaults: freed multi-MiB buffers go back to the kernel
+    # glibc's defaults: freed multi-MiB buffers go back to the kernel.
+    default = _reuse_faults(in_worker=False)
     assert default >= 1000, default
     assert _reuse_faults(in_worker=True) < default // 10
