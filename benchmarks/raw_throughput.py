@@ -12,6 +12,7 @@ back and decodes each payload to Arrow. Prints messages acknowledged per second 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
 import queue
@@ -39,7 +40,15 @@ from rocketmq_protocol.message_schema import ipc_to_table
 TOPIC = "bench"
 NAME_SERVER: str | None = None  # the last started emulator's name server (remoting), when it has one
 WARMUP_TOPIC = "bench-warmup"
+PR_SET_PDEATHSIG = 1  # <sys/prctl.h>
 MD = [("x-mq-client-id", "bench@1"), ("x-mq-queue-id-explicit", "true")]
+
+
+def _die_with_parent() -> None:
+    """Runs in the emulator's child before exec: on Linux it gets SIGKILL when the benchmark that started
+    it dies, so a benchmark killed by a timeout leaves no emulator behind."""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 def start_emulator(
@@ -73,7 +82,7 @@ def start_emulator(
     for t in topics:
         cmd += ["--topic", t]
     cmd += ["--data-dir", data_dir] if data_dir else ["--in-memory"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, preexec_fn=_die_with_parent)
     lines: queue.Queue[str] = queue.Queue()
 
     def pump() -> None:  # the emulator keeps printing; read its stdout in the background
