@@ -1,4 +1,5 @@
-"""Fixtures of the `realbroker` tests: real Apache RocketMQ clusters (one per version per session).
+"""Fixtures of the `realbroker` tests: real Apache RocketMQ clusters (one per version, stopped
+once the last test of tests/real/ has run, so they do not idle through the reliability and Spark tests).
 
 `ROCKETMQ_REAL=required` (CI sets it in .ci/run) turns "Java or Maven unavailable" into a failure;
 otherwise such a machine skips these tests with the reason. `ROCKETMQ_REAL=skip` skips them outright.
@@ -61,13 +62,13 @@ def _cluster(
 _SHOWN = {"rocketmq-namesrv", "rocketmq-broker", "rocketmq-proxy", "rocketmq-tools", "rocketmq-client"}
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def rocketmq5(tmp_path_factory: pytest.TempPathFactory) -> Iterator[rc.Cluster]:
     """A running RocketMQ 5.x (newest served) name server + broker + proxy (cluster mode, gRPC v2)."""
     yield from _cluster(rc.ROCKETMQ5_VERSION, tmp_path_factory)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def rocketmq4(tmp_path_factory: pytest.TempPathFactory) -> Iterator[rc.Cluster]:
     """A running RocketMQ 4.9.x name server + broker (4.x has no proxy)."""
     yield from _cluster(rc.ROCKETMQ4_VERSION, tmp_path_factory)
@@ -124,7 +125,7 @@ def tls_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
         yield cluster, cert_file
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def emulator_remoting(tmp_path_factory: pytest.TempPathFactory) -> Iterator[rc.Cluster]:
     """The emulator's remoting front end driven by the RocketMQ 5.x client and tools jars
     (tests/real/emulator_target.py)."""

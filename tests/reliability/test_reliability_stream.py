@@ -4,7 +4,7 @@ mid-stream and restarted, and a broker goes down and up during a streaming read 
 In every case the committed parquet output (or the topic) equals the input exactly: no loss, no
 duplicate. The emulator lives in the test process, across the Spark process kills.
 
-RELIABILITY_SEED replays a run; STREAM_KILLS sets the number of kills (default 5)."""
+RELIABILITY_SEED replays a run; STREAM_KILLS sets the number of kills (default 3)."""
 
 from __future__ import annotations
 
@@ -115,7 +115,7 @@ def commits(checkpoint: str) -> int:
 @pytest.mark.timeout(900)
 def test_kill9_of_the_streaming_job_then_restart_gives_exact_output(tmp_path):
     seed = int(os.environ.get("RELIABILITY_SEED", random.randrange(1 << 30)))
-    kills = int(os.environ.get("STREAM_KILLS", "5"))
+    kills = int(os.environ.get("STREAM_KILLS", "3"))
     rng = random.Random(seed)
     print(f"[reliability-stream] seed={seed} kills={kills}", flush=True)
     output, checkpoint = str(tmp_path / "orders"), str(tmp_path / "checkpoint")
