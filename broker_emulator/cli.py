@@ -71,6 +71,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="smallest ReceiveMessage invisible_duration accepted (the proxy's 10 s)",
     )
     p.add_argument(
+        "--min-long-polling-ms",
+        type=int,
+        default=5_000,
+        help="shortest time a ReceiveMessage with nothing to return is held (the proxy's 5 s)",
+    )
+    p.add_argument(
         "--max-retries",
         type=int,
         default=16,
@@ -118,6 +124,11 @@ async def _serve(args: argparse.Namespace) -> int:
     if args.brokers < 1:
         print("error: --brokers must be >= 1", file=sys.stderr)
         return 2
+    if not 0 <= args.min_long_polling_ms <= 20_000:
+        print(
+            f"error: --min-long-polling-ms {args.min_long_polling_ms}: expected 0 to 20000", file=sys.stderr
+        )
+        return 2
     if bool(args.tls_cert) != bool(args.tls_key):
         print("error: --tls-cert and --tls-key go together", file=sys.stderr)
         return 2
@@ -138,6 +149,7 @@ async def _serve(args: argparse.Namespace) -> int:
         retention_messages=args.retention_messages,
         retention_hours=args.retention_hours,
         min_invisible_ms=args.min_invisible_ms,
+        min_long_polling_ms=args.min_long_polling_ms,
         max_retries=args.max_retries,
         transaction_check_ms=args.transaction_check_ms,
         delay_levels=args.delay_levels,

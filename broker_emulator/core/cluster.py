@@ -86,6 +86,7 @@ class ClusterConfig:
     commitlog_file_size: int | None = None
     max_held_requests: int = 100_000
     min_invisible_ms: int = 10_000  # the proxy's lower bound for ReceiveMessage invisible_duration
+    min_long_polling_ms: int = 5_000  # the proxy's lower bound for a held ReceiveMessage's long polling
     max_retries: int = 16  # a new group's retryMaxTimes (17 deliveries)
     transaction_check_ms: int = DEFAULT_CHECK_INTERVAL_MS
     delay_levels: str = DEFAULT_DELAY_LEVELS  # "1s 5s ..." (s, m, h, d units), as messageDelayLevel

@@ -21,7 +21,7 @@ from .messages import table_to_messages, wrap_namespace
 
 MAX_INVISIBLE_MS = 12 * 3600 * 1000
 MAX_RECEIVE_BATCH = 32
-MIN_POLLING_S, MAX_POLLING_S = 5.0, 20.0
+MAX_POLLING_S = 20.0  # the proxy's grpcClientConsumerMaxLongPollingTimeoutMillis
 AUTO_RENEW_INVISIBLE_MS = 60_000
 
 
@@ -83,7 +83,8 @@ class ConsumptionRpcs:
         group_cfg = self.cluster.group_config(group)
         batch = min(max(request.batch_size, 1), MAX_RECEIVE_BATCH)
         if request.HasField("long_polling_timeout"):
-            want = min(max(duration_seconds(request.long_polling_timeout), MIN_POLLING_S), MAX_POLLING_S)
+            shortest = self.cluster.config.min_long_polling_ms / 1000
+            want = min(max(duration_seconds(request.long_polling_timeout), shortest), MAX_POLLING_S)
         else:
             want = MAX_POLLING_S
         timeout = polling_timeout(want, context, margin_s=0.5)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 
 import pytest
 from rocketmq import ClientConfiguration, Credentials, Producer
 
-from tests.support.emulator_proc import EmulatorProcess, run_admin, wait_for
+from tests.support.emulator_proc import EmulatorProcess, run_admin, serve_command, wait_for
 
 
 @pytest.fixture(scope="module")
@@ -120,3 +121,12 @@ def test_sigterm_stops_cleanly(tmp_path):
     emu = EmulatorProcess("--data-dir", str(tmp_path / "data"), "--topic", "t:2")
     assert emu.stop() == 0
     assert "stopped" in emu.output
+
+
+@pytest.mark.parametrize("value", ["-1", "20001"])
+def test_serve_refuses_a_min_long_polling_outside_the_proxy_range(value):
+    r = subprocess.run(
+        serve_command("--min-long-polling-ms", value), capture_output=True, text=True, timeout=60
+    )
+    assert r.returncode == 2
+    assert f"--min-long-polling-ms {value}: expected 0 to 20000" in r.stderr

@@ -35,6 +35,8 @@ SERVE_ARGS = (
     "1000",
     "--transaction-check-ms",
     "4000",  # a check-back before the test looks would commit message 1 early (slow machines)
+    "--min-long-polling-ms",
+    "1000",  # a receive the client sends to a drained queue waits 1 s, not 5
 )
 
 
@@ -154,7 +156,7 @@ def test_producer_to_simple_consumer_exactly_once_per_group(served, clients):
         receipt = producer.send(message(topic, i))
         sent[receipt.message_id] = i
     for group in ("g_a_" + topic, "g_b_" + topic):
-        consumer = clients.simple(group, topic)
+        consumer = clients.simple(group, topic, await_s=1)
         got = receive_all(consumer, 1000, 600, idle_s=90)
         ids = [m.message_id for m in got]
         assert len(ids) == 1000 and set(ids) == set(sent), (
@@ -169,6 +171,29 @@ def test_producer_to_simple_consumer_exactly_once_per_group(served, clients):
             assert m.delivery_attempt == 1
         # Nothing is left and nothing comes back: every message was acked exactly once.
         assert consumer.receive(32, 15) == []
+
+
+def test_an_empty_receive_is_held_for_the_min_long_polling_time(served, clients, tmp_path):
+    """A ReceiveMessage that finds nothing is held for its long-polling time, but never less than
+    --min-long-polling-ms (the proxy's 5 s by default)."""
+
+    def empty_receive_s(consumer: SimpleConsumer) -> float:
+        t0 = time.monotonic()
+        assert consumer.receive(32, 15) == []
+        return time.monotonic() - t0
+
+    topic = new_topic(served.endpoints)
+    assert 0.9 <= empty_receive_s(clients.simple("g_hold_" + topic, topic, await_s=1)) < 3.5  # 1,000 ms here
+    assert 0.9 <= empty_receive_s(clients.simple("g_hold2_" + topic, topic, await_s=2)) < 4.5
+
+    default = EmulatorProcess("--data-dir", str(tmp_path / "default"))
+    others = Clients(default.endpoints)
+    try:
+        topic = new_topic(default.endpoints)
+        assert 4.9 <= empty_receive_s(others.simple("g_hold_" + topic, topic, await_s=1)) < 8
+    finally:
+        others.close()
+        default.stop()
 
 
 def test_redelivery_change_invisible_and_dlq(served, clients):
@@ -249,7 +274,7 @@ def test_fifo_order_within_message_groups(served, clients):
     producer = clients.producer(topic)
     for i in range(200):
         producer.send(message(topic, i, message_group=f"order-{i % 8}"))
-    consumer = clients.simple(group, topic)
+    consumer = clients.simple(group, topic, await_s=1)
     got = receive_all(consumer, 200, 600, idle_s=90)
     assert len(got) == 200
     per_group: dict[str, list[int]] = {}

@@ -26,6 +26,9 @@ public class PushConsume {
         // Name server and heartbeat calls get 15 s, not the default 3 s: in a JVM just started on a loaded
         // 2-core machine Netty's first connect alone can take 2 s of those 3 (a route query then timed out).
         c.setMqClientApiTimeout(15000);
+        // %RETRY%GROUP exists only after the first send-back, and the client learns a topic's route on its
+        // name-server poll (30 s by default): every 2 s here, so retries are not delivered ~30 s late.
+        c.setPollNameServerInterval(2000);
         c.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
         c.setMaxReconsumeTimes(maxReconsume);
         c.setConsumeMessageBatchMaxSize(1);
