@@ -39,7 +39,7 @@ def emulator_target() -> Iterator[cf.Target]:
         emu.stop(timeout=30)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def real_grpc_target(rocketmq5: rc.Cluster) -> cf.Target:
     return cf.Target(
         f"rocketmq-{rocketmq5.dist.version}",
