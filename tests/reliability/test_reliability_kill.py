@@ -4,7 +4,7 @@ stored exactly once with dense offsets, committed offsets never went back past a
 UpdateOffset, an acknowledged POP ack stays acked, and delayed and half messages come back.
 
 The seed is random unless RELIABILITY_SEED is set; it is printed so a failure can be replayed.
-KILL_POINTS sets the number of kills (default 22)."""
+KILL_POINTS sets the number of kills (default 12)."""
 
 from __future__ import annotations
 
@@ -289,7 +289,7 @@ def drain_pop(ledger: Ledger, consumer: SimpleConsumer, timeout: float) -> None:
 # ------------------------------------------------------------------------------------------ the test
 def test_kill9_at_random_points_loses_nothing_acknowledged(tmp_path):
     seed = int(os.environ.get("RELIABILITY_SEED", random.randrange(1 << 30)))
-    kill_points = int(os.environ.get("KILL_POINTS", "22"))
+    kill_points = int(os.environ.get("KILL_POINTS", "12"))
     print(f"[reliability-kill] seed={seed} kill_points={kill_points}", flush=True)
     rng = random.Random(seed)
     data = str(tmp_path / "data")
