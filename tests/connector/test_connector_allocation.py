@@ -16,7 +16,9 @@ from connector.allocation import (
     plan_partitions,
     split_ranges,
 )
-from connector.queues import MessageQueue, OffsetRange
+from connector.options import parse_reader_options
+from connector.planning import build_partitions
+from connector.queues import MessageQueue, OffsetRange, RouteEntry
 
 AVG_EXAMPLES = {
     (8, 3): [[0, 1, 2], [3, 4, 5], [6, 7]],
@@ -156,6 +158,31 @@ def test_plan_default_and_more_partitions_than_queues() -> None:
     assert plan_partitions(ranges, num_partitions=4) == [[r] for r in ranges]
     plan = plan_partitions(ranges, num_partitions=8)
     assert len(plan) == 8 and all(len(p) == 1 and p[0].size == 50 for p in plan)
+
+
+def _build(options: dict[str, str], ranges: list[OffsetRange]) -> list[list[tuple[int, int, int]]]:
+    opts = parse_reader_options({"endpoints": "127.0.0.1:1", "topic": "t", **options}, streaming=True)
+    routes = {r.queue: RouteEntry(r.queue, f"{r.queue.broker}:1") for r in ranges}
+    return [
+        [(ranges.index(next(x for x in ranges if x.queue == r.queue)), r.start, r.end) for r in p.ranges]
+        for p in build_partitions(opts, ranges, routes)
+    ]
+
+
+def test_a_small_batch_without_num_partitions_is_one_partition_of_its_nonempty_ranges() -> None:
+    ranges = _queues(8, per_queue=0)
+    for i in (1, 2, 4, 5, 7):
+        ranges[i] = OffsetRange(ranges[i].queue, 0, 3)
+    assert _build({}, ranges) == [[(1, 0, 3), (2, 0, 3), (4, 0, 3), (5, 0, 3), (7, 0, 3)]]
+    # up to pullBatchSize messages, and no more than maxMessagesPerPartition
+    assert len(_build({"pullBatchSize": "15"}, ranges)) == 1
+    assert _build({"pullBatchSize": "14"}, ranges) == [[(i, 0, 3)] for i in (1, 2, 4, 5, 7)]
+    assert len(_build({"maxMessagesPerPartition": "14"}, ranges)) == 5
+    # numPartitions set: its allocation (or split) is kept, however small the batch
+    assert len(_build({"numPartitions": "8"}, ranges)) >= 8
+    assert _build({"numPartitions": "2"}, ranges) == [[(1, 0, 3), (2, 0, 3)], [(4, 0, 3), (5, 0, 3), (7, 0, 3)]]
+    # a big batch keeps one partition per queue
+    assert len(_build({}, _queues(8, per_queue=5000))) == 8
 
 
 # ------------------------------------------------------------------------------------------ admission
