@@ -180,7 +180,10 @@ def test_a_small_batch_without_num_partitions_is_one_partition_of_its_nonempty_r
     assert len(_build({"maxMessagesPerPartition": "14"}, ranges)) == 5
     # numPartitions set: its allocation (or split) is kept, however small the batch
     assert len(_build({"numPartitions": "8"}, ranges)) >= 8
-    assert _build({"numPartitions": "2"}, ranges) == [[(1, 0, 3), (2, 0, 3)], [(4, 0, 3), (5, 0, 3), (7, 0, 3)]]
+    assert _build({"numPartitions": "2"}, ranges) == [
+        [(1, 0, 3), (2, 0, 3)],
+        [(4, 0, 3), (5, 0, 3), (7, 0, 3)],
+    ]
     # a big batch keeps one partition per queue
     assert len(_build({}, _queues(8, per_queue=5000))) == 8
 
