@@ -6,8 +6,10 @@ min/max offsets, applying `failOnDataLoss` to positions outside what the broker 
 from __future__ import annotations
 
 import logging
+import os
+import threading
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
 from .clients import RocketMQClient
@@ -29,12 +31,35 @@ _MAX_THREADS = 16
 Bounds = dict[MessageQueue, tuple[int, int]]
 
 
+_pool_state: tuple[int, ThreadPoolExecutor] | None = None
+_pool_lock = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    """This process's thread pool for per-queue RPCs, kept across calls (a stream asks every trigger; a
+    pool per call started 8 threads each time). Spark forks Python workers, so a pool is per pid."""
+    global _pool_state
+    with _pool_lock:
+        if _pool_state is None or _pool_state[0] != os.getpid():
+            _pool_state = (
+                os.getpid(),
+                ThreadPoolExecutor(_MAX_THREADS, thread_name_prefix="rocketmq-offsets"),
+            )
+        return _pool_state[1]
+
+
+def submit_queues(fn: Callable[[T], R], items: Sequence[T]) -> list[Future[R]]:
+    """`fn` over per-queue items, started on the shared pool (the client is thread-safe); `fn` must not
+    itself wait on the pool."""
+    pool = _pool()
+    return [pool.submit(fn, item) for item in items]
+
+
 def map_queues(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
-    """`fn` over per-queue items (concurrently when there are many; the client is thread-safe), in order."""
+    """`fn` over per-queue items (concurrently when there are many), in order."""
     if len(items) <= _PARALLEL_ABOVE:
         return [fn(q) for q in items]
-    with ThreadPoolExecutor(min(_MAX_THREADS, len(items)), thread_name_prefix="rocketmq-offsets") as pool:
-        return list(pool.map(fn, items))
+    return [f.result() for f in submit_queues(fn, items)]
 
 
 def discover_queues(

@@ -11,6 +11,8 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator, Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -31,7 +33,7 @@ from .errors import ConnectorError
 from .offsets import JsonOffsets, from_json_dict, to_json, to_json_dict
 from .options import ReaderOptions, parse_reader_options
 from .planning import build_partitions
-from .positions import discover_queues, fetch_bounds, fetch_max_offsets, map_queues, resolve_start
+from .positions import discover_queues, fetch_bounds, fetch_max_offsets, resolve_start, submit_queues
 from .queues import MessageQueue, OffsetRange, RouteEntry
 from .read_task import read_partition
 from .schema import check_user_schema
@@ -46,6 +48,14 @@ COMMIT_TIMEOUT_MS = 5000  # group commits are advisory: a slow broker must not s
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
+
+
+@dataclass
+class _Commit:
+    """UpdateOffsets in flight: (queue's route entry, offset) pairs and one future each."""
+
+    todo: list[tuple[RouteEntry, int]]
+    futures: list[Future[None]]
 
 
 class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -167,8 +177,12 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: JsonOffsets, limit: ReadLimit) -> JsonOffsets:
         begin = from_json_dict(start)
-        self._commit_group(begin)  # `start` is the end of the last completed batch
-        latest = self._max_offsets()
+        # `start` is the end of the last completed batch: its commit runs alongside the offset queries.
+        committing = self._start_commit(begin)
+        try:
+            latest = self._max_offsets()
+        finally:
+            self._finish_commit(committing)
         self._carry_vanished(begin, latest)
         self._latest = latest
         bounded = self._cap_to_target(begin, latest)
@@ -241,20 +255,32 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _commit_group(self, offsets: Mapping[MessageQueue, int]) -> None:
         """UpdateOffset of each changed queue to `consumerGroup` (for lag tools; progress itself lives in
         the checkpoint, so a failure is logged, not raised)."""
+        self._finish_commit(self._start_commit(offsets))
+
+    def _start_commit(self, offsets: Mapping[MessageQueue, int]) -> _Commit | None:
+        """Starts the UpdateOffsets of `_commit_group` on the shared pool; None when nothing changed."""
         if not self.opts.commit_offsets_to_group:
-            return
+            return None
         changed = {k: v for k, v in offsets.items() if self._committed.get(k) != v}
         if not changed:
-            return
+            return None
         if any(k not in self._queues for k in changed):
             self._refresh_queues()
         todo = [(self._queues[k], v) for k, v in changed.items() if k in self._queues]
         client, group = self._client(), self.opts.consumer_group
         timeout = min(self.opts.pull_timeout_ms, COMMIT_TIMEOUT_MS)
+        return _Commit(
+            todo, submit_queues(lambda item: client.commit(group, item[0], item[1], timeout), todo)
+        )
 
-        try:
-            map_queues(lambda item: client.commit(group, item[0], item[1], timeout), todo)
-        except ConnectorError as e:
-            log.warning("could not commit offsets to consumer group %r: %s", group, e)
+    def _finish_commit(self, commit: _Commit | None) -> None:
+        """Waits for a started commit; records it, or logs why it failed."""
+        if commit is None:
             return
-        self._committed.update((e.queue, v) for e, v in todo)
+        try:
+            for f in commit.futures:
+                f.result()
+        except ConnectorError as e:
+            log.warning("could not commit offsets to consumer group %r: %s", self.opts.consumer_group, e)
+            return
+        self._committed.update((e.queue, v) for e, v in commit.todo)
