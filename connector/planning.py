@@ -30,9 +30,8 @@ def build_partitions(
 
     The allocation runs over every queue of the topology in queue order, empty ones included, so which
     queues share a partition does not depend on where messages happen to be. Partitions with nothing to
-    read are then left out, as Kafka's source drops empty offset ranges: a small micro-batch runs one
-    task per queue with new messages instead of one per queue (one stays when all are empty, since
-    Spark plans a batch read with at least one partition).
+    read are then left out, as Kafka's source drops empty offset ranges (one stays when all are empty,
+    since Spark plans a batch read with at least one partition).
 
     Without `numPartitions`, a batch small enough for one task (`small_batch_limit`) is read by one
     partition holding every non-empty range: a Python read task costs Spark ~50–100 ms to schedule and
