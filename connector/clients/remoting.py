@@ -30,7 +30,6 @@ import json
 import logging
 import os
 import random
-import re
 import ssl
 import threading
 import time
@@ -60,7 +59,6 @@ from rocketmq_protocol.remoting.headers import (
     UpdateConsumerOffsetRequestHeader,
 )
 from rocketmq_protocol.remoting.message_codec import decode_stored
-from rocketmq_protocol.remoting.properties import parse_properties_column
 from rocketmq_protocol.remoting.route import MASTER_ID, TopicRouteData
 
 from ..config import FILTER_SQL, ClientConfig, FilterSpec
@@ -783,7 +781,6 @@ class RemotingClient(RocketMQClient):
 # ------------------------------------------------------------------------------------------ decoding
 _TS = pa.timestamp("ms")
 _BORN_HOST = "__BORNHOST"
-_BORN_HOST_ITEM = re.compile(rb"__BORNHOST\x01")
 
 
 def _strip_ports(hosts: pa.Array) -> pa.Array:
@@ -815,7 +812,7 @@ def stored_to_table(
     `dedupe` drops rows whose offset is not above every earlier row's (overlapping answers); a tag filter
     keeps the exact tags only.
     """
-    batch = decode_stored(bodies)
+    batch = decode_stored(bodies, extra_properties=(_BORN_HOST,))
     offsets = batch.column("queue_offset")
     if dedupe and len(offsets) > 1:
         arr = offsets.to_numpy()
@@ -831,11 +828,8 @@ def stored_to_table(
     n = batch.num_rows
     col = batch.column
     born_host = _strip_ports(col("born_host"))
-    raw = col("raw_properties")
-    data = raw.buffers()[2] if n else None
-    # a byte search over the properties' buffer (it may hold bodies too: a false hit only costs the parse)
-    if data is not None and _BORN_HOST_ITEM.search(memoryview(data)) is not None:
-        given = parse_properties_column(raw, names=(_BORN_HOST,)).values[_BORN_HOST]
+    given = col(_BORN_HOST)
+    if given.null_count < n:
         born_host = pc.coalesce(given, born_host)
     group, delivery = col("message_group"), col("delivery_timestamp")
     sysflag = col("sysflag").to_numpy()

@@ -34,6 +34,7 @@ from .properties import (
     TIMER_DELIVER_MS,
     TIMER_OUT_MS,
     UNIQ_KEY,
+    WELL_KNOWN,
     parse_properties_column,
 )
 
@@ -202,12 +203,15 @@ def decode_stored(
     *,
     decompress: bool = True,
     derive: bool = True,
+    extra_properties: Sequence[str] = (),
 ) -> pa.RecordBatch:
     """Pull-response bodies (each a run of stored messages) → one RecordBatch of `STORED_SCHEMA`.
 
     `decompress`: inflate COMPRESSED bodies (zlib; zstd if the `zstandard` package is present) and clear
     the flag, as Java clients do. `derive=False` skips the property-derived columns (they come back null
     or empty, message_id is the offset id), for callers that only need the raw fields.
+    `extra_properties`: property names whose values (null where absent) follow the schema's columns as
+    string columns of those names, read in the same pass over the properties (hidden names included).
 
     Derived columns: message_id = UNIQ_KEY, else the offset message id (store host + commit-log offset);
     tags = TAGS; keys = KEYS split on spaces (empty tokens dropped); message_group = __SHARDINGKEY;
@@ -222,13 +226,20 @@ def decode_stored(
     """
     buf, spans = _concat(bodies)
     starts = record_starts(buf, spans, _MIN_STORED)
-    return _decode_records(buf, starts, decompress=decompress, derive=derive)
+    return _decode_records(
+        buf, starts, decompress=decompress, derive=derive, extra_names=tuple(extra_properties)
+    )
 
 
-def _decode_records(buf: np.ndarray, starts: np.ndarray, *, decompress: bool, derive: bool) -> pa.RecordBatch:
+def _decode_records(
+    buf: np.ndarray, starts: np.ndarray, *, decompress: bool, derive: bool, extra_names: tuple[str, ...] = ()
+) -> pa.RecordBatch:
     n = len(starts)
+    schema = STORED_SCHEMA
+    for name in extra_names:
+        schema = schema.append(pa.field(name, pa.string()))
     if n == 0:
-        return pa.RecordBatch.from_pylist([], schema=STORED_SCHEMA)
+        return pa.RecordBatch.from_pylist([], schema=schema)
     # Every record is at least _MIN_STORED bytes, so the IPv4 layout's 88 bytes can be read for all of them;
     # records with an IPv6 host are read again with their own layout.
     v4 = _LAYOUTS[(False, False)]
@@ -353,9 +364,13 @@ def _decode_records(buf: np.ndarray, starts: np.ndarray, *, decompress: bool, de
         "body": body,
         "raw_properties": raw_props,
     }
-    if derive:
-        parsed = parse_properties_column(raw_props)
+    if derive or extra_names:
+        wanted = (*WELL_KNOWN, *(name for name in extra_names if name not in WELL_KNOWN))
+        parsed = parse_properties_column(raw_props, names=wanted)
         v = parsed.values
+        for name in extra_names:
+            arrays[name] = v[name]
+    if derive:
         uniq = v[UNIQ_KEY]
         if uniq.null_count:  # offset message ids only where a message has no UNIQ_KEY
             missing = np.flatnonzero(uniq.is_null().to_numpy(zero_copy_only=False))
@@ -379,7 +394,7 @@ def _decode_records(buf: np.ndarray, starts: np.ndarray, *, decompress: bool, de
         arrays["properties"] = pa.MapArray.from_arrays(
             pa.array(np.zeros(n + 1, np.int32)), pa.array([], pa.string()), pa.array([], pa.string())
         )
-    return pa.RecordBatch.from_arrays([arrays[f.name] for f in STORED_SCHEMA], schema=STORED_SCHEMA)
+    return pa.RecordBatch.from_arrays([arrays[f.name] for f in schema], schema=schema)
 
 
 def _layout_error(bad: np.ndarray, starts: np.ndarray, what: str) -> None:
@@ -445,6 +460,10 @@ def _offset_ids(ip: np.ndarray, port: np.ndarray, offset: np.ndarray, v6: np.nda
 
 
 def _split_keys(keys: pa.Array) -> pa.Array:
+    if keys.null_count == len(keys):  # no message has KEYS: empty lists without a split
+        return pa.ListArray.from_arrays(
+            pa.array(np.zeros(len(keys) + 1, np.int32)), pa.array([], pa.string())
+        )
     lists = pc.split_pattern(pc.fill_null(keys, ""), " ")
     flat = lists.flatten()
     if len(flat) and pc.any(pc.equal(flat, "")).as_py():

@@ -114,6 +114,25 @@ def test_compressed_and_derived_columns():
     assert decode_stored(data, derive=False).column("tags").null_count == 2
 
 
+@pytest.mark.parametrize("uniform", [True, False])
+def test_extra_properties_come_back_as_columns(uniform):
+    """`extra_properties`: hidden names too, null where a message lacks them, in both parse paths."""
+    props = ["__BORNHOST\x0110.0.0.7\x02KEYS\x01a\x02", "__BORNHOST\x0110.0.0.8\x02KEYS\x01b\x02"]
+    if not uniform:
+        props[1] = "TAGS\x01t\x02"
+    data = encode_stored(topic="T", queue_id=0, queue_offset=np.array([0, 1]), commitlog_offset=np.array([0, 90]),
+                         body=pa.array([b"x", b"y"]), properties=pa.array(props))  # fmt: skip
+    batch = decode_stored(data, extra_properties=("__BORNHOST", "KEYS", "NOPE"))
+    assert batch.schema.names[-3:] == ["__BORNHOST", "KEYS", "NOPE"]
+    expected = ["10.0.0.7", "10.0.0.8"] if uniform else ["10.0.0.7", None]
+    assert batch.column("__BORNHOST").to_pylist() == expected
+    assert batch.column("KEYS").to_pylist() == (["a", "b"] if uniform else ["a", None])
+    assert batch.column("NOPE").null_count == 2
+    assert all(dict(p) == {} for p in batch.column("properties").to_pylist())  # still hidden from the map
+    assert batch.column("keys").to_pylist() == ([["a"], ["b"]] if uniform else [["a"], []])
+    assert decode_stored(b"", extra_properties=("X",)).schema.names[-1] == "X"
+
+
 def _stored_one() -> bytes:
     return encode_stored(topic="T", queue_id=0, queue_offset=np.array([0]), commitlog_offset=np.array([0]),
                          body=pa.array([b"hello"]), properties="TAGS\x01a\x02")  # fmt: skip
