@@ -3,6 +3,7 @@ the stored-message records of a pull response (apache/rocketmq `MessageDecoder`,
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -12,6 +13,7 @@ import pyarrow.compute as pc
 
 from rocketmq_protocol.limits import RESERVED_PROPERTY_KEYS
 from rocketmq_protocol.message_schema import TRANSACTION
+from rocketmq_protocol.remoting.columns import uniform_value
 from rocketmq_protocol.remoting.flags import MessageSysFlag
 from rocketmq_protocol.remoting.headers import SendMessageRequestHeader
 from rocketmq_protocol.remoting.message_codec import decode_batch, encode_stored, encode_stored_records
@@ -52,8 +54,8 @@ _CONSUMED = frozenset(
     {TAGS, KEYS, UNIQ_KEY, SHARDING_KEY, TIMER_DELIVER_MS, TIMER_DELAY_SEC, TIMER_DELAY_MS,
      CLUSTER, MSG_REGION, TRACE_ON, "MIN_OFFSET", "MAX_OFFSET", "CONSUME_START_TIME"}
 )  # fmt: skip
-_IPV4_HOST = r"^[0-9]{1,3}(\.[0-9]{1,3}){3}:[0-9]{1,5}$"
-_IPV4_ADDRESS = r"^[0-9]{1,3}(\.[0-9]{1,3}){3}$"
+_IPV4_HOST = re.compile(r"[0-9]{1,3}(\.[0-9]{1,3}){3}:[0-9]{1,5}", re.ASCII)
+_IPV4_ADDRESS = re.compile(r"[0-9]{1,3}(\.[0-9]{1,3}){3}", re.ASCII)
 
 
 def _delivery_ms(props: dict[str, str], levels: list[int], now: int) -> int | None:
@@ -304,24 +306,25 @@ def stored_record_buffer(
     return encode_stored_records(**_stored_columns(table, topic, queue_id, broker, cluster_name, None))
 
 
-def _normal_hosts(hosts: pa.Array) -> pa.Array:
+def _normal_host(host: str | None) -> str:
     """`ip:port` as stored; a bare address (gRPC producers give "10.0.0.5") gets port 0, anything else
     (null, a host name) 127.0.0.1:0."""
-    ok = pc.fill_null(pc.match_substring_regex(hosts, _IPV4_HOST), False)
-    if pc.all(ok).as_py():
-        return hosts
-    bare = pc.fill_null(pc.match_substring_regex(hosts, _IPV4_ADDRESS), False)
-    with_port = pc.binary_join_element_wise(hosts, ":0", "")
-    return pc.if_else(ok, hosts, pc.if_else(bare, with_port, pa.scalar("127.0.0.1:0", pa.string())))
+    if host is None:
+        return "127.0.0.1:0"
+    if _IPV4_HOST.fullmatch(host):
+        return host
+    return f"{host}:0" if _IPV4_ADDRESS.fullmatch(host) else "127.0.0.1:0"
 
 
 def _born_hosts(col: pa.ChunkedArray) -> pa.Array | str:
-    """The BORNHOST of each row, normalised on the column's distinct values (a pull's rows mostly share
-    one producer host: then one string, which the codec repeats)."""
-    encoded = pc.dictionary_encode(col.combine_chunks())
-    fixed = _normal_hosts(encoded.dictionary)
-    if encoded.null_count == 0 and len(fixed) == 1:
-        return fixed[0].as_py()
+    """The BORNHOST of each row, normalised once per distinct value (a pull's rows mostly share one
+    producer host: then one string, which the codec repeats)."""
+    arr = col.combine_chunks()
+    same = uniform_value(arr)
+    if same is not None:
+        return _normal_host(same.decode("utf-8", "replace"))
+    encoded = pc.dictionary_encode(arr)
+    fixed = pa.array([_normal_host(h) for h in encoded.dictionary.to_pylist()], pa.string())
     return pc.fill_null(fixed.take(encoded.indices), "127.0.0.1:0")
 
 
@@ -343,9 +346,8 @@ def _stored_columns(
         commit = broker.store.commit_offsets(topic, queue_id, qoff)
     born_host = _born_hosts(table.column("born_host"))
     n = table.num_rows
-    types = table.column("message_type").combine_chunks()
     sysflag = np.where(
-        pc.fill_null(pc.equal(types, TRANSACTION), False).to_numpy(zero_copy_only=False),
+        _ints(table.column("message_type")) == TRANSACTION,  # a null type reads 0: not a transaction
         np.int32(MessageSysFlag.TRANSACTION_COMMIT),
         np.int32(0),
     )

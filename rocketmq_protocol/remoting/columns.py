@@ -20,6 +20,7 @@ __all__ = [
     "host_strings",
     "parse_hosts",
     "rows_at",
+    "uniform_value",
     "view_array",
 ]
 
@@ -60,6 +61,22 @@ def _words(src: np.ndarray, pos: np.ndarray) -> np.ndarray:
         p = int(pos[i])
         out[i] = int.from_bytes(src[p : p + 4].tobytes().ljust(4, b"\0"), "little")
     return out
+
+
+def uniform_value(arr: pa.Array) -> bytes | None:
+    """The bytes every row of a non-empty string/binary array holds, or None when the rows differ or one is
+    null: one byte comparison instead of hashing each value (a pull's rows mostly share their hosts)."""
+    n = len(arr)
+    if n == 0 or arr.null_count or not (pa.types.is_string(arr.type) or pa.types.is_binary(arr.type)):
+        return None
+    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32)[arr.offset : arr.offset + n + 1]
+    width = int(offsets[1] - offsets[0])
+    if int(offsets[-1] - offsets[0]) != width * n or (np.diff(offsets) != width).any():
+        return None
+    data = np.frombuffer(arr.buffers()[2] or b"", dtype=np.uint8)[offsets[0] : offsets[-1]].reshape(n, width)
+    if width and (data != data[0]).any():
+        return None
+    return data[0].tobytes() if width else b""
 
 
 def rows_at(buf: np.ndarray, positions: np.ndarray, width: int) -> np.ndarray:

@@ -13,6 +13,7 @@ Python loop. Decoding yields a `pyarrow.RecordBatch` (`STORED_SCHEMA`, `BATCH_SC
 
 from __future__ import annotations
 
+import functools
 import itertools
 import struct
 import zlib
@@ -734,9 +735,18 @@ def _iter_bytes(arr: pa.Array):
 
 def _host_cols(hosts: pa.Array | str, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if isinstance(hosts, str):
-        is6, ip, port = parse_hosts(pa.array([hosts]))
-        return np.repeat(is6, n), np.repeat(ip, n, axis=0), np.repeat(port, n)
+        is6, ip, port = _one_host(hosts)
+        return np.full(n, is6), np.broadcast_to(ip, (n, 16)), np.full(n, port, np.int32)
     return parse_hosts(_as_array(hosts, n, pa.string()))
+
+
+@functools.lru_cache(maxsize=64)
+def _one_host(host: str) -> tuple[bool, np.ndarray, int]:
+    """One "ip:port" parsed (the broker's own host, a pull's single producer host): cached."""
+    is6, ip, port = parse_hosts(pa.array([host]))
+    ip = ip[0].copy()
+    ip.flags.writeable = False
+    return bool(is6[0]), ip, int(port[0])
 
 
 # ------------------------------------------------------------------------------------------------ batch

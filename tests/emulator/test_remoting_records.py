@@ -62,3 +62,21 @@ def test_batch_columns_equal_message_by_message(name: str, outer: str) -> None:
                 header, body, batch=True, born_host="1.2.3.4:5", delay_levels=[1000, 5000]
             )
     assert dataclasses.asdict(fast) == dataclasses.asdict(slow)
+
+
+@pytest.mark.parametrize(
+    ("hosts", "want"),
+    [
+        (["10.0.0.5:41000"] * 3, "10.0.0.5:41000"),
+        (["10.0.0.5"] * 2, "10.0.0.5:0"),
+        (["gateway.local"] * 2, "127.0.0.1:0"),
+        (
+            ["10.0.0.5:1", "10.0.0.6", None, "h:1", "10.0.0.5:1", "1.2.3.4:123456"],
+            ["10.0.0.5:1", "10.0.0.6:0", "127.0.0.1:0", "127.0.0.1:0", "10.0.0.5:1", "127.0.0.1:0"],
+        ),
+    ],
+)
+def test_born_hosts_are_normalised_once_per_distinct_value(hosts, want) -> None:
+    """One shared host comes back as a single string; mixed hosts row by row, each normalised."""
+    got = messages._born_hosts(pa.chunked_array([pa.array(hosts, pa.string())]))
+    assert (got if isinstance(got, str) else got.to_pylist()) == want

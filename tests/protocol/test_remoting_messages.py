@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rocketmq_protocol.remoting.columns import uniform_value
 from rocketmq_protocol.remoting.errors import BatchDecodeError, MessageDecodeError
 from rocketmq_protocol.remoting.flags import MessageSysFlag
 from rocketmq_protocol.remoting.message_codec import (
@@ -247,3 +248,13 @@ def test_garbage_never_escapes_as_another_error(data, cut):
                 decode(body)
             except RemotingCodecError:
                 pass
+
+
+def test_uniform_value():
+    assert uniform_value(pa.array(["ab", "ab", "ab"])) == b"ab"
+    assert uniform_value(pa.array(["ab", "ab", "ab"]).slice(1)) == b"ab"
+    assert uniform_value(pa.array(["", ""])) == b""
+    assert uniform_value(pa.array([b"x\x00", b"x\x00"])) == b"x\x00"
+    for differs in (["ab", "ac"], ["ab", "abc"], ["ab", None], [], ["a", "b", "a"][1:]):
+        assert uniform_value(pa.array(differs, pa.string())) is None
+    assert uniform_value(pa.array(["a", "b", "b"]).slice(1)) == b"b"
