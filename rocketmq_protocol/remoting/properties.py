@@ -308,7 +308,7 @@ def parse_properties_column(
     wins for `values`; `others` keeps repeats in order (a dict built from it also ends on the last).
     """
     n = len(raw)
-    arr = raw.cast(pa.binary()) if not pa.types.is_binary(raw.type) else raw
+    arr = raw.view(pa.binary()) if pa.types.is_string(raw.type) else raw.cast(pa.binary())
     uniform = _parse_uniform(arr, names, hidden) if UNIFORM_FAST_PATH else None
     if uniform is not None:
         return uniform
