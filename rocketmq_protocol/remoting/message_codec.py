@@ -137,6 +137,9 @@ def record_starts(
     Raises MessageDecodeError when a size is below `minimum` or runs past its span.
     """
     unpack = _I32.unpack_from
+    whole = _uniform_starts(data, spans, minimum)
+    if whole is not None:
+        return whole
     parts: list[np.ndarray] = []
     for first, end in spans:
         if end - first >= 8:
@@ -172,6 +175,25 @@ def record_starts(
     if not parts:
         return np.zeros(0, dtype=np.int64)
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def _uniform_starts(
+    data: bytes | bytearray | memoryview | np.ndarray, spans: Sequence[tuple[int, int]], minimum: int
+) -> np.ndarray | None:
+    """`record_starts` in one check when the spans follow each other (one buffer of many pull answers, e.g.
+    a real broker's 32-message answers) and every record has the first one's size; else None."""
+    if len(spans) < 2 or spans[0][1] - spans[0][0] < 8:
+        return None
+    first, end = spans[0][0], spans[-1][1]
+    size0 = _I32.unpack_from(data, first)[0]
+    if size0 < minimum:
+        return None
+    bounds = np.array(spans, dtype=np.int64)
+    if (bounds[1:, 0] != bounds[:-1, 1]).any() or ((bounds[:, 1] - bounds[:, 0]) % size0).any():
+        return None
+    cand = np.arange(first, end, size0, dtype=np.int64)
+    buf = data if isinstance(data, np.ndarray) else as_u8(data)
+    return cand if (gather(buf, cand, ">i4") == size0).all() else None
 
 
 def _concat(
