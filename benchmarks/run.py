@@ -510,7 +510,9 @@ def stacks_phase(
 
 
 def render(rows: list[Row]) -> str:
-    head = f"{'measure':<40} {'figure':>14} {'unit':<7} {'target':<18} {'ratio':>8}  pass"
+    w = max([40, *(len(r.measure) for r in rows)])  # the name column fits the longest name
+    t = max([18, *(len(r.target) for r in rows)])
+    head = f"{'measure':<{w}} {'figure':>14} {'unit':<7} {'target':<{t}} {'ratio':>8}  pass"
     lines = [head, "-" * len(head)]
     for r in rows:
         fig = (
@@ -522,7 +524,7 @@ def render(rows: list[Row]) -> str:
         )
         ratio = "" if r.ratio is None else f"{r.ratio:.3f}"
         ok = "" if r.passed is None else ("PASS" if r.passed else "FAIL")
-        lines.append(f"{r.measure:<40} {fig:>14} {r.unit:<7} {r.target:<18} {ratio:>8}  {ok}")
+        lines.append(f"{r.measure:<{w}} {fig:>14} {r.unit:<7} {r.target:<{t}} {ratio:>8}  {ok}")
     return "\n".join(lines)
 
 

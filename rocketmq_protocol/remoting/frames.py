@@ -41,6 +41,7 @@ ONEWAY_FLAG = 0x2  # RemotingCommand.RPC_ONEWAY bit
 
 _PREFIX = struct.Struct(">iI")
 _FIXED = struct.Struct(">hBhii")  # code, language, version, opaque, flag: 13 bytes
+_JSON_DECODER = json.JSONDecoder()
 _I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
 
@@ -119,6 +120,8 @@ def _encode_json_header(cmd: RemotingCommand, style: JsonStyle) -> bytes:
 
 def _as_int(doc: dict, key: str, default: int) -> int:
     value = doc.get(key, default)
+    if type(value) is int:
+        return value
     if isinstance(value, bool) or not isinstance(value, int):
         if isinstance(value, str) and value.lstrip("-").isdigit():
             return int(value)
@@ -138,7 +141,7 @@ def _ext_value(value: object) -> str:
 
 def _decode_json_header(header: bytes | memoryview) -> RemotingCommand:
     try:
-        doc = json.loads(bytes(header))
+        doc = _JSON_DECODER.decode(str(header, "utf-8"))
     except (UnicodeDecodeError, ValueError) as e:
         raise HeaderError(f"JSON header is not valid JSON: {e}") from None
     if not isinstance(doc, dict):
@@ -159,7 +162,10 @@ def _decode_json_header(header: bytes | memoryview) -> RemotingCommand:
     if ext is None:
         ext_fields: dict[str, str] = {}
     elif isinstance(ext, dict):
-        ext_fields = {str(k): _ext_value(v) for k, v in ext.items() if v is not None}
+        if all(type(v) is str for v in ext.values()):  # as Java writes them (a HashMap<String, String>)
+            ext_fields = ext
+        else:
+            ext_fields = {str(k): _ext_value(v) for k, v in ext.items() if v is not None}
     else:
         raise HeaderError(f"JSON header field 'extFields' is not an object: {ext!r}")
     return RemotingCommand(
