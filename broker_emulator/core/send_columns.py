@@ -55,9 +55,24 @@ def value_at(values: list | pa.Array, i: int) -> Any:
 def all_present(message_ids: list[str] | pa.Array) -> bool:
     """Whether no message id is blank (empty or only whitespace)."""
     if isinstance(message_ids, pa.Array):
+        if _none_blank(message_ids):
+            return True
         shortest = pc.min(pc.binary_length(pc.utf8_trim_whitespace(message_ids))).as_py()
         return shortest is not None and shortest > 0
     return all(map(str.strip, message_ids))
+
+
+def _none_blank(ids: pa.Array) -> bool:
+    """True when no id can be blank: none is null or empty, and each starts with a printable ASCII byte
+    (whitespace is ASCII <= 0x20 or non-ASCII). False only means "check properly"."""
+    n = len(ids)
+    if ids.null_count or not n or not pa.types.is_string(ids.type):
+        return False
+    offsets = np.frombuffer(ids.buffers()[1], np.int32)[ids.offset : ids.offset + n + 1]
+    if (offsets[1:] <= offsets[:-1]).any():
+        return False
+    first = np.frombuffer(ids.buffers()[2], np.uint8)[offsets[:-1]]
+    return bool(((first > 0x20) & (first < 0x7F)).all())
 
 
 def _all(values: list, value: Any) -> bool:

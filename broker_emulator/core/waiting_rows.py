@@ -38,7 +38,12 @@ def waiting_rows(cols: MessageColumns, now_ms: int) -> WaitingRows | None:
     delivery = cols.delivery_timestamp
     types = cols.message_type
     if isinstance(delivery, pa.Array) and delivery.null_count == n and isinstance(types, pa.Array):
-        if types.null_count == n or pc.all(pc.not_equal(types, TRANSACTION)).as_py():
+        if types.null_count == n:
+            return None
+        if not types.null_count and pa.types.is_integer(types.type):
+            if not (types.to_numpy() == TRANSACTION).any():
+                return None
+        elif pc.all(pc.not_equal(types, TRANSACTION)).as_py():
             return None
     due = _ints(delivery, n, 0)
     kinds = _ints(types, n, NORMAL)

@@ -238,3 +238,25 @@ def test_missing_client_id_is_client_id_required(topic, stub, rpc):
     assert code == d.CLIENT_ID_REQUIRED, d.Code.Name(code)
     assert max_offsets(stub, topic, QUEUES) == before
     _assert_still_serving(stub, topic)
+
+
+@pytest.mark.parametrize(
+    ("ids", "present"),
+    [
+        (["A1", "B2"], True),
+        ([" x", "y"], True),
+        (["é", "y"], True),
+        (["a", None], True),  # nulls are not blank: only the given ids are checked
+        (["A1", " "], False),
+        (["A1", ""], False),
+        (["\u3000", "y"], False),
+        (["\t\n", "y"], False),
+    ],
+)
+def test_blank_message_ids_are_found_by_the_columnar_check(ids, present) -> None:
+    import pyarrow as pa
+
+    from broker_emulator.core.send_columns import all_present
+
+    assert all_present(pa.array(ids, pa.string())) is present
+    assert all_present(pa.array(ids * 50, pa.string()).slice(3)) is present
