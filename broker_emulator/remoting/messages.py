@@ -39,6 +39,7 @@ from ..core.cluster import Broker
 from ..core.errors import BrokerError, ErrorKind
 from ..core.retry import delay_ms
 from ..core.send_columns import SendColumns
+from ..core.store.records import int_values
 
 # A single message sent without a UNIQ_KEY gets one from the broker (5.x `SendMessageProcessor`), but a
 # batch's messages without one (Apache's Go client sets none: its SendResult.MsgID is then empty) are
@@ -275,17 +276,6 @@ def stored_property_pieces(table: pa.Table, cluster_name: str) -> list[pa.Array 
     return pieces
 
 
-def _ints(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    """An integer or timestamp column as int64 NumPy (nulls as 0), without Arrow compute calls when it has
-    no nulls (the usual case)."""
-    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-    if pa.types.is_timestamp(arr.type):
-        arr = arr.view(pa.int64())
-    if arr.null_count:
-        arr = arr.fill_null(0)
-    return arr.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
-
-
 def stored_records(
     table: pa.Table,
     topic: str,
@@ -341,13 +331,13 @@ def _stored_columns(
     cluster_name: str,
     commit: list[int] | np.ndarray | None,
 ) -> dict[str, Any]:
-    qoff = _ints(table.column("queue_offset"))
+    qoff = int_values(table.column("queue_offset"))
     if commit is None:
         commit = broker.store.commit_offsets(topic, queue_id, qoff)
     born_host = _born_hosts(table.column("born_host"))
     n = table.num_rows
     sysflag = np.where(
-        _ints(table.column("message_type")) == TRANSACTION,  # a null type reads 0: not a transaction
+        int_values(table.column("message_type")) == TRANSACTION,  # a null type reads 0: not a transaction
         np.int32(MessageSysFlag.TRANSACTION_COMMIT),
         np.int32(0),
     )
@@ -358,12 +348,12 @@ def _stored_columns(
         commitlog_offset=commit,
         body=table.column("body").combine_chunks(),
         property_pieces=stored_property_pieces(table, cluster_name),
-        born_timestamp=_ints(table.column("born_timestamp")),
-        store_timestamp=_ints(table.column("store_timestamp")),
+        born_timestamp=int_values(table.column("born_timestamp")),
+        store_timestamp=int_values(table.column("store_timestamp")),
         born_host=born_host,
         store_host=store_host(broker),
         sysflag=sysflag,
-        reconsume_times=_ints(table.column("reconsume_times")),
+        reconsume_times=int_values(table.column("reconsume_times")),
         # Clients do not check BODYCRC (MessageDecoder is called with checkCRC=false): it is left 0 rather
         # than paying a Python crc32 call per message (docs/deviations.md, "Remoting").
         body_crc=np.zeros(n, np.int32),

@@ -15,12 +15,14 @@ import pyarrow.compute as pc
 __all__ = [
     "PAD",
     "as_u8",
+    "fixed_width",
     "gather",
     "hex_upper",
     "host_strings",
     "parse_hosts",
     "rows_at",
     "uniform_value",
+    "value_offsets",
     "view_array",
 ]
 
@@ -63,15 +65,30 @@ def _words(src: np.ndarray, pos: np.ndarray) -> np.ndarray:
     return out
 
 
+def value_offsets(arr: pa.Array) -> np.ndarray:
+    """The int32 value offsets of a string/binary array, its slice applied (len(arr) + 1 of them)."""
+    return np.frombuffer(arr.buffers()[1], dtype=np.int32)[arr.offset : arr.offset + len(arr) + 1]
+
+
+def fixed_width(offsets: np.ndarray) -> int | None:
+    """The length every value has, from their offsets; None when the lengths differ or there is no value."""
+    if len(offsets) < 2:
+        return None
+    width = int(offsets[1] - offsets[0])
+    if int(offsets[-1] - offsets[0]) != width * (len(offsets) - 1) or (np.diff(offsets) != width).any():
+        return None
+    return width
+
+
 def uniform_value(arr: pa.Array) -> bytes | None:
     """The bytes every row of a non-empty string/binary array holds, or None when the rows differ or one is
     null: one byte comparison instead of hashing each value (a pull's rows mostly share their hosts)."""
     n = len(arr)
     if n == 0 or arr.null_count or not (pa.types.is_string(arr.type) or pa.types.is_binary(arr.type)):
         return None
-    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32)[arr.offset : arr.offset + n + 1]
-    width = int(offsets[1] - offsets[0])
-    if int(offsets[-1] - offsets[0]) != width * n or (np.diff(offsets) != width).any():
+    offsets = value_offsets(arr)
+    width = fixed_width(offsets)
+    if width is None:
         return None
     data = np.frombuffer(arr.buffers()[2] or b"", dtype=np.uint8)[offsets[0] : offsets[-1]].reshape(n, width)
     if width and (data != data[0]).any():

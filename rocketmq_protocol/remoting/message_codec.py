@@ -24,7 +24,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .columns import PAD, as_u8, gather, hex_upper, host_strings, parse_hosts, rows_at, view_array
+from .columns import (
+    PAD,
+    as_u8,
+    gather,
+    hex_upper,
+    host_strings,
+    parse_hosts,
+    rows_at,
+    value_offsets,
+    view_array,
+)
 from .errors import BatchDecodeError, MessageDecodeError
 from .flags import CompressionType, MessageSysFlag, compression_type
 from .properties import (
@@ -132,8 +142,9 @@ def record_starts(
 ) -> np.ndarray:
     """Byte offsets of the records in each (start, end) span of `data`, following TOTALSIZE.
 
-    A span whose records all have the first one's size (fixed-size messages: same body size and property
-    layout) is recognised with one vectorised check; other spans are walked record by record.
+    Spans whose records all have the first one's size (fixed-size messages: same body size and property
+    layout) are recognised with one vectorised check (`_uniform_starts`), all together when they can be;
+    other spans are walked record by record.
     Raises MessageDecodeError when a size is below `minimum` or runs past its span.
     """
     unpack = _I32.unpack_from
@@ -142,14 +153,10 @@ def record_starts(
         return whole
     parts: list[np.ndarray] = []
     for first, end in spans:
-        if end - first >= 8:
-            size0 = unpack(data, first)[0]
-            if size0 >= minimum and (end - first) % size0 == 0:
-                cand = np.arange(first, end, size0, dtype=np.int64)
-                buf = data if isinstance(data, np.ndarray) else as_u8(data)
-                if (gather(buf, cand, ">i4") == size0).all():
-                    parts.append(cand)
-                    continue
+        same = _uniform_starts(data, [(first, end)], minimum) if len(spans) > 1 else None
+        if same is not None:
+            parts.append(same)
+            continue
         out: list[int] = []
         append = out.append
         pos = first
@@ -180,9 +187,9 @@ def record_starts(
 def _uniform_starts(
     data: bytes | bytearray | memoryview | np.ndarray, spans: Sequence[tuple[int, int]], minimum: int
 ) -> np.ndarray | None:
-    """`record_starts` in one check when the spans follow each other (one buffer of many pull answers, e.g.
-    a real broker's 32-message answers) and every record has the first one's size; else None."""
-    if len(spans) < 2 or spans[0][1] - spans[0][0] < 8:
+    """`record_starts` in one vectorised check when the spans follow each other (one buffer of many pull
+    answers, e.g. a real broker's 32-message answers) and every record has the first one's size; else None."""
+    if not spans or spans[0][1] - spans[0][0] < 8:
         return None
     first, end = spans[0][0], spans[-1][1]
     size0 = _I32.unpack_from(data, first)[0]
@@ -743,13 +750,12 @@ def _variable_rows(rows: np.ndarray, lengths: np.ndarray) -> pa.Array:
 def _lengths(arr: pa.Array) -> np.ndarray:
     if arr.null_count:
         arr = arr.fill_null(b"" if pa.types.is_binary(arr.type) else "")
-    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32)[arr.offset : arr.offset + len(arr) + 1]
-    return np.diff(offsets).astype(np.int64)
+    return np.diff(value_offsets(arr)).astype(np.int64)
 
 
 def _iter_bytes(arr: pa.Array):
     """Each value of a binary array as a memoryview slice of its data buffer (no per-value copy)."""
-    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32)[arr.offset : arr.offset + len(arr) + 1].tolist()
+    offsets = value_offsets(arr).tolist()
     data = memoryview(arr.buffers()[2]) if arr.buffers()[2] is not None else memoryview(b"")
     for a, b in itertools.pairwise(offsets):
         yield data[a:b]

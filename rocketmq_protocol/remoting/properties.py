@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .columns import PAD, gather, rows_at, view_array
+from .columns import PAD, fixed_width, gather, rows_at, value_offsets, view_array
 
 __all__ = [
     "CLUSTER",
@@ -250,9 +250,9 @@ def _parse_uniform(arr: pa.Array, names: Sequence[str], hidden: frozenset[str]) 
     n = len(arr)
     if n < 2 or arr.null_count:
         return None
-    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int32)[arr.offset : arr.offset + n + 1]
-    width = int(offsets[1] - offsets[0])
-    if width <= 0 or int(offsets[-1] - offsets[0]) != width * n or (np.diff(offsets) != width).any():
+    offsets = value_offsets(arr)
+    width = fixed_width(offsets)
+    if not width:
         return None
     data = np.frombuffer(arr.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[-1]]
     rows = data.reshape(n, width)

@@ -55,6 +55,24 @@ def _from_numpy(values: np.ndarray, type_: pa.DataType) -> pa.Array:
     return pa.Array.from_buffers(type_, len(values), [None, pa.py_buffer(values)])
 
 
+def int_values(col: Column | pa.ChunkedArray, null: int = 0) -> np.ndarray:
+    """An integer or timestamp column (Arrow, NumPy or a list) as int64 NumPy, nulls as `null`; no Arrow
+    compute call when an Arrow column has no nulls (the usual case)."""
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    if isinstance(col, pa.Array):
+        if col.null_count == len(col):
+            return np.full(len(col), null, np.int64)
+        if pa.types.is_timestamp(col.type):
+            col = col.view(pa.int64())
+        if col.null_count:
+            col = col.fill_null(null)
+        return col.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    if isinstance(col, np.ndarray):
+        return col.astype(np.int64, copy=False)
+    return np.fromiter((null if v is None else int(v) for v in col), np.int64, count=len(col))
+
+
 def column_values(col: Column) -> list[Any]:
     """A MessageColumns column as a Python list, whatever its representation."""
     if isinstance(col, pa.Array):
