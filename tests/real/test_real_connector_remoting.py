@@ -141,18 +141,18 @@ def test_streaming_read_killed_and_restarted_from_its_checkpoint_is_exact(
     spark: SparkSession, real_cluster: rc.Cluster, tmp_path
 ) -> None:
     topic = new_topic(real_cluster, 4)
-    expected = send_orders(spark, real_cluster, topic, 1200, "r0")  # 4 batches, then 2 more per restart
+    expected = send_orders(spark, real_cluster, topic, 1200, "r0")  # 4 batches of 300
     output, checkpoint = str(tmp_path / "orders"), str(tmp_path / "ckpt")
     cmd = [sys.executable, ETL, "--name-server", real_cluster.namesrv, "--topic", topic, "--output", output]
     cmd += ["--checkpoint", checkpoint, "--max-messages-per-trigger", "300"]
-    for run in range(3):
+    for run in range(2):  # killed once mid-way, then run to the end (the emulator's test kills 3 times)
         log_path = tmp_path / f"run{run}.log"
         with open(log_path, "w") as log:
             proc = subprocess.Popen(
                 cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
             )
             try:
-                if run == 2:
+                if run == 1:
                     assert proc.wait(300) == 0, log_path.read_text()[-4000:]
                     break
                 before = commits(checkpoint)
