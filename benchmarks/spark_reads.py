@@ -186,6 +186,13 @@ def probe_latency(
 #: Median `durationMs` of the last `probe_latency` query's non-empty micro-batches, per phase (Spark's
 #: progress: latestOffset, queryPlanning, addBatch, walCommit, commitOffsets, triggerExecution, ...).
 LAST_BATCH_BREAKDOWN: dict[str, float] = {}
+#: The phases `batch_phases` prints, in a micro-batch's order (triggerExecution holds the others).
+BATCH_PHASES = ("triggerExecution", "latestOffset", "queryPlanning", "addBatch", "walCommit", "commitOffsets")
+
+
+def batch_phases(batch_ms: dict[str, float]) -> str:
+    """`triggerExecution 346, latestOffset 15, ...`: a latency query's median micro-batch, in ms."""
+    return ", ".join(f"{k} {batch_ms.get(k, 0):.0f}" for k in BATCH_PHASES)
 
 
 def _percentile(ordered: list[float], p: float) -> float:

@@ -46,7 +46,6 @@ UNITS["latency p99"] = "ms"
 HIGHER_IS_BETTER = {"write": True, "batch read": True, "stream read": True}
 REMOTING_MISSING = "remoting client not available yet"
 WARMUP_MESSAGES = 1000
-BATCH_PHASES = ("triggerExecution", "latestOffset", "queryPlanning", "addBatch", "walCommit", "commitOffsets")
 
 
 @dataclass
@@ -229,18 +228,7 @@ def run_workload(
         p50, p99 = latency(spark, s, latency_samples, latency_interval)
         s.figures["latency p50"], s.figures["latency p99"] = p50 * 1000, p99 * 1000
         s.batch_ms = dict(spark_reads.LAST_BATCH_BREAKDOWN)
-        phases = (
-            "triggerExecution",
-            "latestOffset",
-            "queryPlanning",
-            "addBatch",
-            "walCommit",
-            "commitOffsets",
-        )
-        log(
-            f"{s.label}: median micro-batch ms: "
-            + ", ".join(f"{k} {s.batch_ms.get(k, 0):.0f}" for k in phases)
-        )
+        log(f"{s.label}: median micro-batch ms: {spark_reads.batch_phases(s.batch_ms)}")
 
 
 # ------------------------------------------------------------------------------------------ the table
@@ -286,8 +274,7 @@ def render(stacks: list[Stack], title: str) -> str:
     for s in stacks:
         if s.batch_ms:
             lines.append(
-                f"{s.label}: latency query's median micro-batch (ms): "
-                + ", ".join(f"{k} {s.batch_ms.get(k, 0):.0f}" for k in BATCH_PHASES)
+                f"{s.label}: latency query's median micro-batch (ms): {spark_reads.batch_phases(s.batch_ms)}"
             )
     lines.append(
         "ours/Kafka: a rate's ratio ≥ 1 and a latency's ≤ 1 mean ours does at least as well ('ok'), "
