@@ -17,6 +17,8 @@ import numpy as np
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
+from rocketmq_protocol.arrow_values import int64_values
+
 from .clients import PullResult, PullStatus, RocketMQClient, get_client
 from .config import ClientConfig, FilterSpec
 from .data_loss import report_data_loss
@@ -69,7 +71,7 @@ def read_partition(partition: InputPartition | None) -> Iterator[pa.RecordBatch]
 
 def _rows_before(table: pa.Table, end: int) -> int:
     """How many leading rows have `queue_offset < end` (offsets ascend within a pull)."""
-    offsets = table.column("queue_offset").to_numpy()
+    offsets = int64_values(table.column("queue_offset"))
     return int(np.searchsorted(offsets, end, side="left"))
 
 

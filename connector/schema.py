@@ -29,6 +29,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from rocketmq_protocol.arrow_values import binary_scalar, empty_scalar, int_scalar
+
 from .errors import OptionError
 
 __all__ = ["ARROW_SCHEMA", "SCHEMA", "check_user_schema", "to_record_batches"]
@@ -85,10 +87,10 @@ _T = {f.name: f.type for f in ARROW_SCHEMA}
 def _fills() -> dict[str, pa.Scalar]:
     """The values that replace nulls in non-nullable columns (built on first use, see the module doc)."""
     return {
-        "keys": pa.scalar([], type=_T["keys"]),
-        "body": pa.scalar(b"", pa.binary()),
-        "properties": pa.scalar([], type=_T["properties"]),
-        "reconsumeTimes": pa.scalar(0, pa.int32()),
+        "keys": empty_scalar(_T["keys"]),
+        "body": binary_scalar(b""),
+        "properties": empty_scalar(_T["properties"]),
+        "reconsumeTimes": int_scalar(0),
     }
 
 
@@ -161,7 +163,7 @@ def to_record_batches(
         )
     else:
         batches = table.to_batches(ARROW_BATCH_ROWS)
-    t = pa.scalar(topic, pa.string())
-    b = pa.scalar(broker, pa.string())
-    q = pa.scalar(queue_id, pa.int32())
+    t = binary_scalar(topic, pa.string())
+    b = binary_scalar(broker, pa.string())
+    q = int_scalar(queue_id)
     return [_convert(batch, t, b, q) for batch in batches if batch.num_rows]

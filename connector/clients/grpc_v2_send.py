@@ -31,6 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rocketmq_protocol.arrow_values import binary_scalar
 from rocketmq_protocol.protobuf_wire import field_bytes, varint, varint_size
 
 from ..queues import MessageQueue
@@ -400,13 +401,6 @@ def _varint_array(values: np.ndarray, prefix: int | None = None) -> pa.Array:
     return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
-def _binary_scalar(value: bytes) -> pa.Scalar:
-    """A binary scalar made from buffers: `pa.scalar(bytes)` would make pyarrow import pandas (a quarter
-    second and more in a fresh Spark worker, which does not otherwise import it)."""
-    offsets = np.array([0, len(value)], np.int32)
-    return pa.Array.from_buffers(pa.binary(), 1, [None, pa.py_buffer(offsets), pa.py_buffer(value)])[0]
-
-
 class PlainEncodedRows(EncodedRows):
     """Body-only messages (`_plain`) encoded with whole-array operations: every message's bytes, queue id 0,
     in one buffer (Arrow joins the per-message pieces), so a request is a slice of it with its messages'
@@ -436,12 +430,12 @@ class PlainEncodedRows(EncodedRows):
         )
         joined = pc.binary_join_element_wise(
             headers,
-            _binary_scalar(head),
+            binary_scalar(head),
             ids,
-            _binary_scalar(after_id + QUEUE_ID_KEY + b"\x00"),
+            binary_scalar(after_id + QUEUE_ID_KEY + b"\x00"),
             _varint_array(body_sizes, prefix=0x22),
             bodies,
-            _binary_scalar(b""),
+            binary_scalar(b""),
         )
         self._data = np.frombuffer(joined.buffers()[2], np.uint8)
         offsets = np.frombuffer(joined.buffers()[1], np.int32, n + 1, joined.offset).astype(np.int64)

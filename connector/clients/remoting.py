@@ -41,6 +41,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rocketmq_protocol.arrow_values import bool_values, from_numpy, int64_values, string_array
 from rocketmq_protocol.hashing import java_string_hash
 from rocketmq_protocol.message_schema import DELAY, FIFO, MESSAGE_SCHEMA, NORMAL, TRANSACTION
 from rocketmq_protocol.remoting import signature
@@ -789,15 +790,15 @@ def _strip_ports(hosts: pa.Array) -> pa.Array:
     if not len(hosts):
         return hosts
     enc = pc.dictionary_encode(hosts)
-    plain = [None if h is None else h.rpartition(":")[0].strip("[]") for h in enc.dictionary.to_pylist()]
-    return pc.take(pa.array(plain, pa.string()), enc.indices)
+    plain = [h.rpartition(":")[0].strip("[]") for h in enc.dictionary.to_pylist()]  # nulls: in the indices
+    return pc.take(string_array(plain), enc.indices)
 
 
 def _tag_codes(tags: pa.Array) -> pa.Array:
     if tags.null_count == len(tags):
-        return pa.array(np.zeros(len(tags), np.int32))
+        return from_numpy(np.zeros(len(tags), np.int32))
     enc = pc.dictionary_encode(tags)
-    codes = pa.array([java_string_hash(t) for t in enc.dictionary.to_pylist()], pa.int32())
+    codes = from_numpy(np.array([java_string_hash(t) for t in enc.dictionary.to_pylist()], np.int32))
     return pc.fill_null(pc.take(codes, enc.indices), 0)
 
 
@@ -815,14 +816,14 @@ def stored_to_table(
     batch = decode_stored(bodies, extra_properties=(_BORN_HOST,))
     offsets = batch.column("queue_offset")
     if dedupe and len(offsets) > 1:
-        arr = offsets.to_numpy()
+        arr = int64_values(offsets)
         prev_max = np.maximum.accumulate(np.concatenate([[np.iinfo(np.int64).min], arr[:-1]]))
         keep = arr > prev_max
         if not keep.all():
-            batch = batch.filter(pa.array(keep))
+            batch = batch.filter(from_numpy(keep))
     if flt is not None and not flt.matches_all and flt.kind != FILTER_SQL:
         tags = [t.strip() for t in flt.expression.split("||") if t.strip()]
-        mask = pc.fill_null(pc.is_in(batch.column("tags"), value_set=pa.array(tags, pa.string())), False)
+        mask = pc.fill_null(pc.is_in(batch.column("tags"), value_set=string_array(tags)), False)
         if not pc.all(mask).as_py():
             batch = batch.filter(mask)
     n = batch.num_rows
@@ -832,12 +833,12 @@ def stored_to_table(
     if given.null_count < n:
         born_host = pc.coalesce(given, born_host)
     group, delivery = col("message_group"), col("delivery_timestamp")
-    sysflag = col("sysflag").to_numpy()
+    sysflag = int64_values(col("sysflag"))
     mtype = np.full(n, NORMAL, np.int8)
     if delivery.null_count < n:
-        mtype[delivery.is_valid().to_numpy(zero_copy_only=False)] = DELAY
+        mtype[bool_values(delivery.is_valid())] = DELAY
     if group.null_count < n:
-        mtype[group.is_valid().to_numpy(zero_copy_only=False)] = FIFO
+        mtype[bool_values(group.is_valid())] = FIFO
     tx = (sysflag & int(MessageSysFlag.TRANSACTION_ROLLBACK)) == int(MessageSysFlag.TRANSACTION_COMMIT)
     if tx.any():
         mtype[tx] = TRANSACTION
@@ -854,7 +855,7 @@ def stored_to_table(
         col("reconsume_times"),
         group,
         delivery,
-        pa.array(mtype, pa.int8()),
+        from_numpy(mtype),
         _tag_codes(col("tags")),
     ]
     return pa.Table.from_batches([pa.RecordBatch.from_arrays(arrays, schema=MESSAGE_SCHEMA)])

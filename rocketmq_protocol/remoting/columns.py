@@ -12,6 +12,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..arrow_values import binary_scalar, from_numpy, int64_values, string_array
+
 __all__ = [
     "PAD",
     "as_u8",
@@ -119,7 +121,7 @@ def view_array(
     """
     n = len(starts)
     if n == 0:
-        return pa.array([], type=typ)
+        return pa.nulls(0, typ)
     lengths = lengths.astype(np.int64, copy=False)
     validity = None
     null_count = 0
@@ -213,19 +215,19 @@ def host_strings(ip_rows: np.ndarray, ports: np.ndarray) -> pa.Array:
     """
     n = len(ports)
     if n == 0:
-        return pa.array([], pa.string())
+        return pa.nulls(0, pa.string())
     width = ip_rows.shape[1]
     if width == 4:  # the usual case: compare 32-bit words before building anything
         ip32 = np.ascontiguousarray(ip_rows).view("<u4").ravel()
         if (ip32 == ip32[0]).all() and (ports == ports[0]).all():
-            return pa.repeat(pa.scalar(_format_host(bytes(ip_rows[0]), int(ports[0])), pa.string()), n)
+            return pa.repeat(binary_scalar(_format_host(bytes(ip_rows[0]), int(ports[0])), pa.string()), n)
     keyed = np.empty((n, width + 4), dtype=np.uint8)
     keyed[:, :width] = ip_rows
     keyed[:, width:] = ports.astype(">i4").view(np.uint8).reshape(n, 4)
     if (keyed == keyed[0]).all():
-        return pa.repeat(pa.scalar(_format_host(bytes(ip_rows[0]), int(ports[0])), pa.string()), n)
+        return pa.repeat(binary_scalar(_format_host(bytes(ip_rows[0]), int(ports[0])), pa.string()), n)
     if width == 4:
-        key = pa.array(keyed.view("<u8").ravel())
+        key = from_numpy(keyed.view("<u8").ravel())
     else:  # IPv6: 20-byte keys
         key = pa.FixedSizeBinaryArray.from_buffers(pa.binary(width + 4), n, [None, pa.py_buffer(keyed)])
     enc = pc.dictionary_encode(key)
@@ -234,7 +236,7 @@ def host_strings(ip_rows: np.ndarray, ports: np.ndarray) -> pa.Array:
     for u in uniques:
         raw = u.to_bytes(8, "little") if isinstance(u, int) else u
         strings.append(_format_host(raw[:width], int.from_bytes(raw[width:], "big", signed=True)))
-    return pc.take(pa.array(strings, pa.string()), enc.indices)
+    return pc.take(string_array(strings), enc.indices)
 
 
 def parse_hosts(hosts: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -243,7 +245,7 @@ def parse_hosts(hosts: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     Accepts "a.b.c.d:port", "[v6]:port" and bare "v6:port"; each distinct host is parsed once.
     """
     enc = pc.dictionary_encode(hosts.cast(pa.string()))
-    idx = enc.indices.to_numpy(zero_copy_only=False)
+    idx = int64_values(enc.indices)
     uniq = enc.dictionary.to_pylist()
     is6 = np.zeros(len(uniq), dtype=bool)
     ips = np.zeros((len(uniq), 16), dtype=np.uint8)

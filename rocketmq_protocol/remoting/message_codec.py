@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..arrow_values import binary_scalar, bool_values, from_numpy, int64_values
 from .columns import (
     PAD,
     as_u8,
@@ -379,18 +380,18 @@ def _decode_records(
 
     arrays: dict[str, pa.Array] = {
         "topic": topic,
-        "queue_id": pa.array(cols["queue_id"], pa.int32()),
-        "queue_offset": pa.array(cols["queue_offset"], pa.int64()),
-        "commitlog_offset": pa.array(cols["commitlog_offset"], pa.int64()),
-        "sysflag": pa.array(out_sysflag, pa.int32()),
-        "flag": pa.array(cols["flag"], pa.int32()),
-        "body_crc": pa.array(cols["crc"], pa.int32()),
-        "born_timestamp": pa.array(cols["born_ts"], pa.int64()).view(_TS),
+        "queue_id": from_numpy(cols["queue_id"], pa.int32()),
+        "queue_offset": from_numpy(cols["queue_offset"], pa.int64()),
+        "commitlog_offset": from_numpy(cols["commitlog_offset"], pa.int64()),
+        "sysflag": from_numpy(out_sysflag, pa.int32()),
+        "flag": from_numpy(cols["flag"], pa.int32()),
+        "body_crc": from_numpy(cols["crc"], pa.int32()),
+        "born_timestamp": from_numpy(cols["born_ts"], pa.int64()).view(_TS),
         "born_host": born_host,
-        "store_timestamp": pa.array(cols["store_ts"], pa.int64()).view(_TS),
+        "store_timestamp": from_numpy(cols["store_ts"], pa.int64()).view(_TS),
         "store_host": store_host,
-        "reconsume_times": pa.array(cols["reconsume"], pa.int32()),
-        "prepared_transaction_offset": pa.array(cols["prepared"], pa.int64()),
+        "reconsume_times": from_numpy(cols["reconsume"], pa.int32()),
+        "prepared_transaction_offset": from_numpy(cols["prepared"], pa.int64()),
         "body": body,
         "raw_properties": raw_props,
     }
@@ -403,9 +404,10 @@ def _decode_records(
     if derive:
         uniq = v[UNIQ_KEY]
         if uniq.null_count:  # offset message ids only where a message has no UNIQ_KEY
-            missing = np.flatnonzero(uniq.is_null().to_numpy(zero_copy_only=False))
+            present_mask = bool_values(uniq.is_valid())
+            missing = np.flatnonzero(~present_mask)
             ids = pa.concat_arrays([uniq.drop_null(), offset_ids(missing)])
-            present = np.flatnonzero(uniq.is_valid().to_numpy(zero_copy_only=False))
+            present = np.flatnonzero(present_mask)
             uniq = pc.take(ids, np.argsort(np.concatenate([present, missing]), kind="stable"))
         arrays["message_id"] = uniq
         arrays["tags"] = v[TAGS]
@@ -417,12 +419,12 @@ def _decode_records(
         arrays["message_id"] = offset_ids()
         arrays["tags"] = pa.nulls(n, pa.string())
         arrays["keys"] = pa.ListArray.from_arrays(
-            pa.array(np.zeros(n + 1, np.int32)), pa.array([], pa.string())
+            from_numpy(np.zeros(n + 1, np.int32)), pa.nulls(0, pa.string())
         )
         arrays["message_group"] = pa.nulls(n, pa.string())
         arrays["delivery_timestamp"] = pa.nulls(n, _TS)
         arrays["properties"] = pa.MapArray.from_arrays(
-            pa.array(np.zeros(n + 1, np.int32)), pa.array([], pa.string()), pa.array([], pa.string())
+            from_numpy(np.zeros(n + 1, np.int32)), pa.nulls(0, pa.string()), pa.nulls(0, pa.string())
         )
     return pa.RecordBatch.from_arrays([arrays[f.name] for f in schema], schema=schema)
 
@@ -453,10 +455,10 @@ def _repeated_or_views(buf: np.ndarray, start: np.ndarray, length: np.ndarray) -
     if n and (length == length[0]).all() and length[0] <= 255:
         k = int(length[0])
         if k == 0:
-            return pa.repeat(pa.scalar("", pa.string()), n)
+            return pa.repeat(binary_scalar("", pa.string()), n)
         window = rows_at(buf, start, k)
         if (window == window[0]).all():
-            return pa.repeat(pa.scalar(window[0].tobytes().decode("utf-8", "replace"), pa.string()), n)
+            return pa.repeat(binary_scalar(window[0].tobytes().decode("utf-8", "replace"), pa.string()), n)
     return view_array(pa.string(), [buf], start, length)
 
 
@@ -492,17 +494,17 @@ def _offset_ids(ip: np.ndarray, port: np.ndarray, offset: np.ndarray, v6: np.nda
 def _split_keys(keys: pa.Array) -> pa.Array:
     if keys.null_count == len(keys):  # no message has KEYS: empty lists without a split
         return pa.ListArray.from_arrays(
-            pa.array(np.zeros(len(keys) + 1, np.int32)), pa.array([], pa.string())
+            from_numpy(np.zeros(len(keys) + 1, np.int32)), pa.nulls(0, pa.string())
         )
     lists = pc.split_pattern(pc.fill_null(keys, ""), " ")
     flat = lists.flatten()
     if len(flat) and pc.any(pc.equal(flat, "")).as_py():
-        lengths = pc.list_value_length(lists).to_numpy(zero_copy_only=False)
-        keep = pc.not_equal(flat, "").to_numpy(zero_copy_only=False)
+        lengths = int64_values(pc.list_value_length(lists))
+        keep = bool_values(pc.not_equal(flat, ""))
         row = np.repeat(np.arange(len(lists)), lengths)
         offsets = np.zeros(len(lists) + 1, dtype=np.int32)
         np.cumsum(np.bincount(row[keep], minlength=len(lists)), out=offsets[1:])
-        return pa.ListArray.from_arrays(pa.array(offsets), flat.filter(pa.array(keep)))
+        return pa.ListArray.from_arrays(from_numpy(offsets), flat.filter(from_numpy(keep)))
     return lists
 
 
@@ -513,7 +515,7 @@ def _delivery(*candidates: pa.Array) -> pa.Array:
         if c.null_count == len(c):
             continue
         ok = pc.match_substring_regex(c, r"^-?[0-9]{1,18}$")
-        values = pc.cast(pc.if_else(ok, c, pa.scalar(None, pa.string())), pa.int64()).view(_TS)
+        values = pc.cast(pc.if_else(ok, c, pa.nulls(len(c), pa.string())), pa.int64()).view(_TS)
         out = values if out is None else pc.coalesce(out, values)
     return pa.nulls(len(candidates[0]), _TS) if out is None else out
 

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..arrow_values import from_numpy
 from .columns import PAD, fixed_width, gather, rows_at, value_offsets, view_array
 
 __all__ = [
@@ -294,7 +295,7 @@ def _parse_uniform(arr: pa.Array, names: Sequence[str], hidden: frozenset[str]) 
     vals = pa.Array.from_buffers(
         pa.string(), n * k, [None, pa.py_buffer(val_offsets), pa.py_buffer(val_data)]
     )
-    map_offsets = pa.array(np.arange(0, k * (n + 1), k, dtype=np.int32) if k else np.zeros(n + 1, np.int32))
+    map_offsets = from_numpy(np.arange(0, k * (n + 1), k, dtype=np.int32) if k else np.zeros(n + 1, np.int32))
     return PropertyColumns(values, pa.MapArray.from_arrays(map_offsets, keys, vals))
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from rocketmq_protocol.arrow_values import from_numpy
 from rocketmq_protocol.message_schema import MESSAGE_SCHEMA
 
 # Stored segments use the bulk-pull wire schema, so a pull slices them and sends them as they are.
@@ -48,13 +49,6 @@ def repeated(value: Any, n: int, type_: pa.DataType) -> pa.Array:
     return _repeated_scalar(value, n, type_)
 
 
-def _from_numpy(values: np.ndarray, type_: pa.DataType) -> pa.Array:
-    """A fixed-width array viewing `values` (converted to type_'s width if needed), bypassing pa.array's
-    pandas-aware conversion path."""
-    values = np.ascontiguousarray(values, dtype=np.dtype(f"i{type_.bit_width // 8}"))
-    return pa.Array.from_buffers(type_, len(values), [None, pa.py_buffer(values)])
-
-
 def int_values(col: Column | pa.ChunkedArray, null: int = 0) -> np.ndarray:
     """An integer or timestamp column (Arrow, NumPy or a list) as int64 NumPy, nulls as `null`; no Arrow
     compute call when an Arrow column has no nulls (the usual case)."""
@@ -84,7 +78,7 @@ def _as_array(col: Column, type_: pa.DataType) -> pa.Array:
     if isinstance(col, pa.Array):
         return col
     if isinstance(col, np.ndarray) and (pa.types.is_integer(type_) or pa.types.is_timestamp(type_)):
-        return _from_numpy(col, type_)
+        return from_numpy(col, type_)
     return pa.array(col, type_)
 
 
@@ -161,6 +155,6 @@ class MessageColumns:
         """Builds the stored batch: offsets base..base+n-1, one store timestamp for the whole append."""
         n = len(self)
         arrays = {f.name: _as_array(getattr(self, f.name), f.type) for f in _CARRIED_FIELDS}
-        arrays["queue_offset"] = _from_numpy(np.arange(base_offset, base_offset + n), pa.int64())
-        arrays["store_timestamp"] = _from_numpy(np.full(n, store_timestamp), pa.timestamp("ms"))
+        arrays["queue_offset"] = from_numpy(np.arange(base_offset, base_offset + n), pa.int64())
+        arrays["store_timestamp"] = from_numpy(np.full(n, store_timestamp), pa.timestamp("ms"))
         return pa.RecordBatch.from_arrays([arrays[name] for name in _COLUMNS], schema=MESSAGE_SCHEMA)
