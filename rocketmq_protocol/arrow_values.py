@@ -71,8 +71,9 @@ def empty_scalar(type_: pa.ListType | pa.MapType) -> pa.Scalar:
 
 
 def from_numpy(values: np.ndarray, type_: pa.DataType | None = None) -> pa.Array:
-    """A NumPy bool or integer array as an Arrow array (no nulls), of `type_` (a signed integer type) when
-    given, else of the array's own type; over the same bytes when no conversion is needed (bools packed)."""
+    """A NumPy bool or integer array as an Arrow array (no nulls), of `type_` (a signed integer or timestamp
+    type) when given, else of the array's own type; over the same bytes when no conversion is needed (bools
+    packed)."""
     n = len(values)
     if values.dtype == bool:
         return pa.Array.from_buffers(

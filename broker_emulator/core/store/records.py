@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from rocketmq_protocol.arrow_values import from_numpy
+from rocketmq_protocol.arrow_values import from_numpy, int64_values
 from rocketmq_protocol.message_schema import MESSAGE_SCHEMA
 
 # Stored segments use the bulk-pull wire schema, so a pull slices them and sends them as they are.
@@ -50,18 +50,10 @@ def repeated(value: Any, n: int, type_: pa.DataType) -> pa.Array:
 
 
 def int_values(col: Column | pa.ChunkedArray, null: int = 0) -> np.ndarray:
-    """An integer or timestamp column (Arrow, NumPy or a list) as int64 NumPy, nulls as `null`; no Arrow
-    compute call when an Arrow column has no nulls (the usual case)."""
-    if isinstance(col, pa.ChunkedArray):
-        col = col.combine_chunks()
-    if isinstance(col, pa.Array):
-        if col.null_count == len(col):
-            return np.full(len(col), null, np.int64)
-        if pa.types.is_timestamp(col.type):
-            col = col.view(pa.int64())
-        if col.null_count:
-            col = col.fill_null(null)
-        return col.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    """An integer or timestamp column (Arrow, NumPy or a list) as int64 NumPy, nulls as `null` (Arrow columns
+    through `rocketmq_protocol.arrow_values.int64_values`)."""
+    if isinstance(col, pa.Array | pa.ChunkedArray):
+        return int64_values(col, null)
     if isinstance(col, np.ndarray):
         return col.astype(np.int64, copy=False)
     return np.fromiter((null if v is None else int(v) for v in col), np.int64, count=len(col))
