@@ -1,4 +1,5 @@
-"""rocketmq_emulator.v1.EmulatorService: unary bulk pull (Arrow IPC) and the admin verbs."""
+"""rocketmq_emulator.v1.EmulatorService: unary bulk pull (Arrow IPC), every queue's bounds of a topic in one
+call, and the admin verbs."""
 
 from __future__ import annotations
 
@@ -54,6 +55,11 @@ class ExtensionService:
             "BulkPull": grpc.unary_unary_rpc_method_handler(
                 self.bulk_pull_bytes, request_deserializer=pb.BulkPullRequest.FromString
             ),
+            "QueueOffsets": grpc.unary_unary_rpc_method_handler(
+                self.QueueOffsets,
+                request_deserializer=pb.QueueOffsetsRequest.FromString,
+                response_serializer=pb.QueueOffsetsResponse.SerializeToString,
+            ),
             "Admin": grpc.unary_unary_rpc_method_handler(
                 self.Admin,
                 request_deserializer=pb.AdminRequest.FromString,
@@ -91,6 +97,27 @@ class ExtensionService:
         return encode_response(
             code, msg, result.next_offset, result.min_offset, result.max_offset, result.count, rows
         )
+
+    async def QueueOffsets(self, request, context):
+        """Min and max offset of every queue of the topic on this broker (QueryOffset BEGINNING and END of
+        each, in one call)."""
+        await apply_faults(self.broker, context)
+        _, denied = check_access(self.cluster, "QueueOffsets", request, context)
+        if denied is not None:
+            return pb.QueueOffsetsResponse(code=code_of(denied), message=denied.message)
+        err = topic_error(request.topic)
+        if err:
+            return pb.QueueOffsetsResponse(code=d.BAD_REQUEST, message=err)
+        cfg = self.store.topics.get(request.topic)
+        if cfg is None:
+            return pb.QueueOffsetsResponse(
+                code=d.TOPIC_NOT_FOUND, message=f"topic {request.topic} is not served by {self.broker.name}"
+            )
+        queues = []
+        for qid in range(cfg.queues):
+            lo, hi = self.store.min_max(request.topic, qid)
+            queues.append(pb.QueueOffset(queue_id=qid, min_offset=lo, max_offset=hi))
+        return pb.QueueOffsetsResponse(code=d.OK, message="OK", queues=queues)
 
     async def Admin(self, request, context):
         account, denied = check_access(self.cluster, "Admin", request, context)

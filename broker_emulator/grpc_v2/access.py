@@ -73,6 +73,7 @@ NEEDS: dict[str, Callable[[Any], tuple[Need, ...]]] = {
     "UpdateOffset": lambda r: _consume(r.message_queue.topic, r.group),
     "QueryOffset": lambda r: _topic(r.message_queue.topic, Perm.SUB),
     "BulkPull": _bulk_pull,
+    "QueueOffsets": lambda r: (Need("topic", r.topic, Perm.SUB),),
 }
 
 

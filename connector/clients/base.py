@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import enum
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Protocol
@@ -185,6 +185,13 @@ class RocketMQClient(ABC):
     @abstractmethod
     def max_offset(self, queue: RouteEntry, timeout_ms: int = DEFAULT_TIMEOUT_MS) -> int:
         """The queue's next offset to be written."""
+
+    def broker_bounds(
+        self, queues: Sequence[RouteEntry], timeout_ms: int = DEFAULT_TIMEOUT_MS
+    ) -> dict[MessageQueue, tuple[int, int]] | None:
+        """(min, max) offset of `queues` (one topic on one broker) in one request; None when the broker has
+        no such request, and queues missing from the answer, are for `min_offset`/`max_offset` one by one."""
+        return None
 
     @abstractmethod
     def offset_for_timestamp(

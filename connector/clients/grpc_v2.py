@@ -95,6 +95,7 @@ ERROR_KINDS = {
 READER_RPCS = "PullMessage, GetOffset, UpdateOffset and QueryOffset"
 SEND_MESSAGE_METHOD = "/apache.rocketmq.v2.MessagingService/SendMessage"
 BULK_PULL_METHOD = "/rocketmq_emulator.v1.EmulatorService/BulkPull"
+QUEUE_OFFSETS_METHOD = "/rocketmq_emulator.v1.EmulatorService/QueueOffsets"
 
 R = TypeVar("R")
 
@@ -117,6 +118,7 @@ class _Stubs(NamedTuple):
     v2: service_pb2_grpc.MessagingServiceStub
     bulk_pull: grpc.UnaryUnaryMultiCallable  # BulkPull answering a BulkPullReply (payload read in place)
     send: grpc.UnaryUnaryMultiCallable  # SendMessage taking a serialized request (the writer encodes its own)
+    queue_offsets: grpc.UnaryUnaryMultiCallable  # the extension's QueueOffsets
 
 
 def _client_id() -> str:
@@ -148,6 +150,7 @@ class GrpcClient(RocketMQClient):
         self._stubs: dict[str, _Stubs] = {}
         self._lock = threading.Lock()
         self._no_bulk: set[str] = set()  # endpoints that answered UNIMPLEMENTED to BulkPull
+        self._no_queue_offsets: set[str] = set()  # ... and to QueueOffsets
 
     # ------------------------------------------------------------------ plumbing
     def _channel(self, endpoint: str) -> _Stubs:
@@ -182,6 +185,11 @@ class GrpcClient(RocketMQClient):
                         SEND_MESSAGE_METHOD,
                         request_serializer=None,
                         response_deserializer=s.SendMessageResponse.FromString,
+                    ),
+                    channel.unary_unary(
+                        QUEUE_OFFSETS_METHOD,
+                        request_serializer=pb.QueueOffsetsRequest.SerializeToString,
+                        response_deserializer=pb.QueueOffsetsResponse.FromString,
                     ),
                 )
                 self._stubs[endpoint] = stubs
@@ -342,6 +350,34 @@ class GrpcClient(RocketMQClient):
         """The queue's next offset to be written (QueryOffset END)."""
         return self._query_offset(queue, d.END, timeout_ms)
 
+    def broker_bounds(
+        self, queues: Sequence[RouteEntry], timeout_ms: int = DEFAULT_TIMEOUT_MS
+    ) -> dict[MessageQueue, tuple[int, int]] | None:
+        """Every queue's bounds from the extension's QueueOffsets (one call, not a QueryOffset per queue and
+        bound); None when the endpoint does not serve it (remembered) or refuses it."""
+        endpoint = queues[0].endpoint
+        if endpoint in self._no_queue_offsets:
+            return None
+        topic, broker = queues[0].queue.topic, queues[0].queue.broker
+        req = pb.QueueOffsetsRequest(topic=self._wrapped(topic))
+
+        def attempt(stubs: _Stubs, timeout: float, md: list[tuple[str, str]]) -> Any:
+            resp = stubs.queue_offsets(req, timeout=timeout, metadata=md)
+            self._check_transient(resp.code, resp.message)
+            return resp
+
+        try:
+            resp, _ = self._invoke(
+                [endpoint], "QueueOffsets", attempt, timeout_ms, on_unimplemented=_ExtensionUnimplemented
+            )
+        except _ExtensionUnimplemented:
+            log.info("%s has no QueueOffsets extension; querying offsets queue by queue", endpoint)
+            self._no_queue_offsets.add(endpoint)
+            return None
+        if resp.code != d.OK:
+            return None  # e.g. a topic this broker no longer serves: QueryOffset per queue says what is wrong
+        return {MessageQueue(topic, broker, q.queue_id): (q.min_offset, q.max_offset) for q in resp.queues}
+
     def offset_for_timestamp(
         self, queue: RouteEntry, ts_ms: int, timeout_ms: int = DEFAULT_TIMEOUT_MS
     ) -> int:
@@ -395,7 +431,7 @@ class GrpcClient(RocketMQClient):
                 return self._bulk_pull(
                     queue, offset, max_messages, group, filter, timeout_ms, long_polling_ms, max_bytes
                 )
-            except _BulkUnimplemented:
+            except _ExtensionUnimplemented:
                 if protocol == PULL_BULK:
                     raise UnsupportedEndpointError(
                         f"endpoint {queue.endpoint} does not serve the bulk-pull extension "
@@ -434,16 +470,13 @@ class GrpcClient(RocketMQClient):
             self._check_transient(resp.code, resp.message)
             return resp
 
-        def unimplemented(endpoint: str) -> Exception:
-            return _BulkUnimplemented(endpoint)
-
         resp, endpoint = self._invoke(
             [queue.endpoint],
             "BulkPull",
             attempt,
             timeout_ms,
             extra_wait_s=long_polling_ms / 1000.0,
-            on_unimplemented=unimplemented,
+            on_unimplemented=_ExtensionUnimplemented,
         )
         status = _pull_status(resp.code, resp.message, offset, resp.next_offset, endpoint, "BulkPull")
         table = ipc_to_table(resp.arrow_ipc) if resp.arrow_ipc else MESSAGE_SCHEMA.empty_table()
@@ -586,8 +619,8 @@ def send_outcome(resp: s.SendMessageResponse, count: int) -> SendOutcome:
     return SendOutcome(SendStatus.REJECTED, reason, name, messages=messages)
 
 
-class _BulkUnimplemented(Exception):
-    """BulkPull answered UNIMPLEMENTED (internal signal for the fallback)."""
+class _ExtensionUnimplemented(Exception):
+    """An extension RPC answered UNIMPLEMENTED (internal signal for the fallback)."""
 
 
 @dataclass

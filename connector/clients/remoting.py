@@ -44,15 +44,16 @@ import pyarrow.compute as pc
 from rocketmq_protocol.arrow_values import bool_values, from_numpy, int64_values, string_array
 from rocketmq_protocol.hashing import java_string_hash
 from rocketmq_protocol.message_schema import DELAY, FIFO, MESSAGE_SCHEMA, NORMAL, TRANSACTION
-from rocketmq_protocol.remoting import signature
+from rocketmq_protocol.remoting import fastjson, signature
 from rocketmq_protocol.remoting.codes import RequestCode, ResponseCode, Version
-from rocketmq_protocol.remoting.errors import RemotingCodecError
+from rocketmq_protocol.remoting.errors import JsonBodyError, RemotingCodecError
 from rocketmq_protocol.remoting.flags import MessageSysFlag, Perm, PullSysFlag
 from rocketmq_protocol.remoting.frames import RemotingCommand
 from rocketmq_protocol.remoting.headers import (
     GetMaxOffsetRequestHeader,
     GetMinOffsetRequestHeader,
     GetRouteInfoRequestHeader,
+    GetTopicStatsInfoRequestHeader,
     PullMessageRequestHeader,
     QueryConsumerOffsetRequestHeader,
     SearchOffsetRequestHeader,
@@ -347,6 +348,38 @@ class RemotingClient(RocketMQClient):
         )
         resp = self._broker_call(queue, RequestCode.GET_MAX_OFFSET, h, timeout_ms, "GET_MAX_OFFSET")
         return self._int_field(resp, "offset", "GET_MAX_OFFSET")
+
+    def broker_bounds(
+        self, queues: Sequence[RouteEntry], timeout_ms: int = DEFAULT_TIMEOUT_MS
+    ) -> dict[MessageQueue, tuple[int, int]] | None:
+        """The bounds of the topic's queues on one broker from GET_TOPIC_STATS_INFO (`mqadmin topicStatus`'s
+        request: min and max offset of each queue in one call); None when the broker refuses it."""
+        first = queues[0].queue
+        h = GetTopicStatsInfoRequestHeader(topic=self._wrap(first.topic), bname=first.broker)
+        rpc = "GET_TOPIC_STATS_INFO"
+        resp, address = self._invoke(
+            self._broker_addresses(queues[0]),
+            RequestCode.GET_TOPIC_STATS_INFO,
+            self._ext(h),
+            b"",
+            timeout_ms,
+            rpc,
+        )
+        if resp.code != ResponseCode.SUCCESS:
+            log.debug("%s of %s on %s: code %s %s", rpc, first.topic, address, resp.code, resp.remark)
+            return None
+        stored = self._wrap(first.topic)
+        out: dict[MessageQueue, tuple[int, int]] = {}
+        try:
+            for key, value in fastjson.loads(resp.body)["offsetTable"].items():
+                mq = dict(key)
+                if mq["topic"] == stored and mq["brokerName"] == first.broker:
+                    q = MessageQueue(first.topic, first.broker, int(mq["queueId"]))
+                    out[q] = (int(value["minOffset"]), int(value["maxOffset"]))
+        except (JsonBodyError, KeyError, TypeError, ValueError) as e:
+            log.debug("%s of %s on %s: unreadable body (%s)", rpc, first.topic, address, e)
+            return None
+        return out
 
     def offset_for_timestamp(
         self, queue: RouteEntry, ts_ms: int, timeout_ms: int = DEFAULT_TIMEOUT_MS

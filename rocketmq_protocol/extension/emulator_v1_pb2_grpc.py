@@ -39,6 +39,11 @@ class EmulatorServiceStub:
                 request_serializer=emulator__v1__pb2.BulkPullRequest.SerializeToString,
                 response_deserializer=emulator__v1__pb2.BulkPullResponse.FromString,
                 _registered_method=True)
+        self.QueueOffsets = channel.unary_unary(
+                '/rocketmq_emulator.v1.EmulatorService/QueueOffsets',
+                request_serializer=emulator__v1__pb2.QueueOffsetsRequest.SerializeToString,
+                response_deserializer=emulator__v1__pb2.QueueOffsetsResponse.FromString,
+                _registered_method=True)
         self.Admin = channel.unary_unary(
                 '/rocketmq_emulator.v1.EmulatorService/Admin',
                 request_serializer=emulator__v1__pb2.AdminRequest.SerializeToString,
@@ -50,6 +55,12 @@ class EmulatorServiceServicer:
     """Missing associated documentation comment in .proto file."""
 
     def BulkPull(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def QueueOffsets(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -68,6 +79,11 @@ def add_EmulatorServiceServicer_to_server(servicer, server):
                     servicer.BulkPull,
                     request_deserializer=emulator__v1__pb2.BulkPullRequest.FromString,
                     response_serializer=emulator__v1__pb2.BulkPullResponse.SerializeToString,
+            ),
+            'QueueOffsets': grpc.unary_unary_rpc_method_handler(
+                    servicer.QueueOffsets,
+                    request_deserializer=emulator__v1__pb2.QueueOffsetsRequest.FromString,
+                    response_serializer=emulator__v1__pb2.QueueOffsetsResponse.SerializeToString,
             ),
             'Admin': grpc.unary_unary_rpc_method_handler(
                     servicer.Admin,
@@ -102,6 +118,33 @@ class EmulatorService:
             '/rocketmq_emulator.v1.EmulatorService/BulkPull',
             emulator__v1__pb2.BulkPullRequest.SerializeToString,
             emulator__v1__pb2.BulkPullResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def QueueOffsets(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rocketmq_emulator.v1.EmulatorService/QueueOffsets',
+            emulator__v1__pb2.QueueOffsetsRequest.SerializeToString,
+            emulator__v1__pb2.QueueOffsetsResponse.FromString,
             options,
             channel_credentials,
             insecure,

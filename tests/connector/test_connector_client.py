@@ -107,6 +107,55 @@ def test_queue_offsets(rocketmq_emulator, topic, client, queue_a0, v2_stub) -> N
     assert client.offset_for_timestamp(queue_a0, int(time.time() * 1000) + 60_000) == 5
 
 
+@pytest.mark.parametrize("protocol", ["grpc", "remoting"])
+def test_bounds_are_asked_once_per_broker(rocketmq_emulator, topic, v2_stub, protocol, monkeypatch) -> None:
+    """`fetch_bounds` / `fetch_max_offsets` ask each broker for all its queues of the topic at once (the
+    extension's QueueOffsets, remoting's GET_TOPIC_STATS_INFO), not each queue, and agree with the
+    per-queue answers."""
+    from connector.clients.remoting import RemotingClient
+    from connector.positions import fetch_bounds, fetch_max_offsets
+
+    _fill(v2_stub, rocketmq_emulator, topic, 3, queue_id=1)
+    _fill(v2_stub, rocketmq_emulator, topic, 2, queue_id=2, broker="broker-b")
+    if protocol == "grpc":
+        c: GrpcClient | RemotingClient = GrpcClient(ClientConfig(rocketmq_emulator.endpoints))
+    else:
+        c = RemotingClient(ClientConfig(name_server=rocketmq_emulator.name_server))
+    try:
+        route = c.route(topic)
+        expected = {q.queue: (c.min_offset(q), c.max_offset(q)) for q in route}
+        assert expected[MessageQueue(topic, BROKER_A, 1)] == (0, 3)
+        assert expected[MessageQueue(topic, "broker-b", 2)] == (0, 2)
+        calls: list[str] = []
+        for name in ("min_offset", "max_offset", "broker_bounds"):
+            real = getattr(c, name)
+            monkeypatch.setattr(c, name, lambda *a, _r=real, _n=name, **k: calls.append(_n) or _r(*a, **k))
+        assert fetch_bounds(c, route, 5000) == expected
+        assert fetch_max_offsets(c, route, 5000) == {k: hi for k, (_, hi) in expected.items()}
+        assert calls == ["broker_bounds"] * 4
+    finally:
+        c.close()
+
+
+def test_bounds_fall_back_to_query_offset_without_the_extension(
+    rocketmq_emulator, topic, v2_stub, serve
+) -> None:
+    from connector.positions import fetch_max_offsets
+
+    _fill(v2_stub, rocketmq_emulator, topic, 3, queue_id=1)
+    endpoint = serve(_Forwarder(endpoints_by_broker(rocketmq_emulator)[BROKER_A]))
+    c = GrpcClient(ClientConfig(endpoint, access_key="AK", secret_key="SK"))
+    queues = [entry(topic, BROKER_A, i, endpoint) for i in range(4)]
+    try:
+        assert c.broker_bounds(queues) is None
+        assert endpoint in c._no_queue_offsets  # remembered: not asked again
+        assert fetch_max_offsets(c, queues, 5000) == {
+            q.queue: 3 if q.queue.queue_id == 1 else 0 for q in queues
+        }
+    finally:
+        c.close()
+
+
 def test_group_offsets(client, queue_a0) -> None:
     group = unique_name("g")
     assert client.get_committed(group, queue_a0) is None

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import pytest
 
 from broker_emulator import Emulator
+from rocketmq_protocol.extension import pb
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from rocketmq_protocol.grpc_v2 import service_pb2 as s
 from tests.support.helpers import (
@@ -264,6 +265,32 @@ def test_query_offset_policies(topic, stub):
     # after every message → END
     assert query_offset(stub, topic, 0, d.TIMESTAMP, t_second + 1) == (d.OK, 6)
     assert query_offset(stub, topic, 0, d.TIMESTAMP, int(time.time() * 1000) + 3_600_000) == (d.OK, 6)
+
+
+def test_queue_offsets_extension_gives_every_queue_as_query_offset_does(
+    rocketmq_emulator, topic, stub, ext_stub
+):
+    """QueueOffsets (extension): each queue's QueryOffset BEGINNING and END of one broker in one call."""
+    send_to_queue(stub, topic, 1, 3)
+    send_to_queue(stub, topic, 3, 5)
+    ext = ext_stub(endpoints_by_broker(rocketmq_emulator)[BROKER])
+    r = ext.QueueOffsets(pb.QueueOffsetsRequest(topic=topic), metadata=CLIENT_MD, timeout=RPC_TIMEOUT_S)
+    assert r.code == d.OK
+    got = [(q.queue_id, q.min_offset, q.max_offset) for q in r.queues]
+    expected = [
+        (i, query_offset(stub, topic, i, d.BEGINNING)[1], query_offset(stub, topic, i, d.END)[1])
+        for i in range(len(got))
+    ]
+    assert got == expected and len(got) >= 4
+    assert [hi for _, _, hi in got][1] == 3 and got[3][2] == 5
+    missing = ext.QueueOffsets(
+        pb.QueueOffsetsRequest(topic=unique_name("missing")), metadata=CLIENT_MD, timeout=RPC_TIMEOUT_S
+    )
+    assert missing.code == d.TOPIC_NOT_FOUND and not missing.queues
+    bad = ext.QueueOffsets(
+        pb.QueueOffsetsRequest(topic="bad topic!"), metadata=CLIENT_MD, timeout=RPC_TIMEOUT_S
+    )
+    assert bad.code == d.BAD_REQUEST
 
 
 def test_query_offset_beginning_follows_retention(retained, v2_stub):

@@ -299,6 +299,8 @@ def test_every_rpc_refuses_unsigned_requests(secured: Emulator) -> None:
             pb.BulkPullRequest(group=GROUP, topic=TOPIC, max_messages=1), metadata=md, timeout=10
         )
         assert bulk.code == d.UNAUTHORIZED
+        offsets = ext.QueueOffsets(pb.QueueOffsetsRequest(topic=TOPIC), metadata=md, timeout=10)
+        assert (offsets.code, list(offsets.queues)) == (d.UNAUTHORIZED, [])
         admin = ext.Admin(pb.AdminRequest(verb="topics"), metadata=md, timeout=10)
         assert admin.code == d.UNAUTHORIZED
         # Signed, but the account lacks SUB: FORBIDDEN, in band.
@@ -307,6 +309,12 @@ def test_every_rpc_refuses_unsigned_requests(secured: Emulator) -> None:
         assert (bulk.code, bulk.message) == (
             d.FORBIDDEN,
             "access key 'writer' lacks SUB on topic 'secured_topic'",
+        )
+        offsets = ext.QueueOffsets(pb.QueueOffsetsRequest(topic=TOPIC), metadata=signed, timeout=10)
+        assert (offsets.code, offsets.message, list(offsets.queues)) == (
+            d.FORBIDDEN,
+            "access key 'writer' lacks SUB on topic 'secured_topic'",
+            [],
         )
         # Telemetry settings are authorized like the proxy does: PUB on published topics, SUB on the
         # consumer's group and subscribed topics; a refused settings command is answered in band.

@@ -22,6 +22,7 @@ import sys
 import time
 import uuid
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
@@ -272,6 +273,37 @@ def test_broker_restart_mid_stream_and_group_offsets_in_consumer_progress(
         f"RocketMQ {real_cluster.dist.version}: consumerProgress of {group}: "
         + json.dumps({f"{t}/{q}": c for (t, q), (_, c) in sorted(progress.items())})
     )
+
+
+def test_a_brokers_bounds_in_one_request_are_each_queues_bounds(real_cluster: rc.Cluster) -> None:
+    """GET_TOPIC_STATS_INFO (what a stream asks at each trigger, one request per broker) gives every queue
+    the min and max offset GET_MIN_OFFSET / GET_MAX_OFFSET give, on a real broker."""
+    from connector.clients.remoting import RemotingClient
+    from connector.config import ClientConfig
+    from connector.options import parse_writer_options
+    from connector.positions import fetch_bounds
+    from connector.producer import Producer
+    from connector.sink_rows import RowChecker
+
+    topic = new_topic(real_cluster)
+    client = RemotingClient(ClientConfig(name_server=real_cluster.namesrv))
+    try:
+        producer = Producer(
+            parse_writer_options({"nameServer": real_cluster.namesrv, "topic": topic}), client=client
+        )
+        bodies = pa.record_batch([pa.array([f"b{i}".encode() for i in range(37)])], names=["body"])
+        for rows in RowChecker({"body": "body"}, topic, 1 << 20).check(bodies, 0):
+            producer.send(rows)
+        assert producer.flush().messages == 37
+        route = client.route(topic)
+        expected = {q.queue: (client.min_offset(q), client.max_offset(q)) for q in route}
+        assert sum(hi - lo for lo, hi in expected.values()) == 37
+        for broker in {q.queue.broker for q in route}:
+            queues = [q for q in route if q.queue.broker == broker]
+            assert client.broker_bounds(queues) == {q.queue: expected[q.queue] for q in queues}
+        assert fetch_bounds(client, route, 10_000) == expected
+    finally:
+        client.close()
 
 
 def test_a_missing_topic_names_both_the_name_server_and_the_topic(
