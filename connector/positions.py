@@ -89,37 +89,41 @@ def discover_queues(
 def fetch_bounds(client: RocketMQClient, queues: Sequence[RouteEntry], timeout_ms: int) -> Bounds:
     """(min offset, max offset) of each queue: one request per broker where the client has one
     (`broker_bounds`), else two per queue."""
-    known = _broker_bounds(client, queues, timeout_ms)
-    rest = [q for q in queues if q.queue not in known]
-    values = map_queues(lambda q: (client.min_offset(q, timeout_ms), client.max_offset(q, timeout_ms)), rest)
-    known.update((q.queue, v) for q, v in zip(rest, values, strict=True))
-    return {q.queue: known[q.queue] for q in queues}
+    return _by_broker(
+        client,
+        queues,
+        timeout_ms,
+        lambda b: b,
+        lambda q: (client.min_offset(q, timeout_ms), client.max_offset(q, timeout_ms)),
+    )
 
 
 def fetch_max_offsets(
     client: RocketMQClient, queues: Sequence[RouteEntry], timeout_ms: int
 ) -> dict[MessageQueue, int]:
     """The max offset (next offset to be written) of each queue (as `fetch_bounds`)."""
-    known = {k: hi for k, (_, hi) in _broker_bounds(client, queues, timeout_ms).items()}
-    rest = [q for q in queues if q.queue not in known]
-    values = map_queues(lambda q: client.max_offset(q, timeout_ms), rest)
-    known.update((q.queue, v) for q, v in zip(rest, values, strict=True))
-    return {q.queue: known[q.queue] for q in queues}
+    return _by_broker(client, queues, timeout_ms, lambda b: b[1], lambda q: client.max_offset(q, timeout_ms))
 
 
-def _broker_bounds(client: RocketMQClient, queues: Sequence[RouteEntry], timeout_ms: int) -> Bounds:
-    """The bounds `client.broker_bounds` gives for `queues`, one request per (topic, broker), concurrently."""
+def _by_broker(
+    client: RocketMQClient,
+    queues: Sequence[RouteEntry],
+    timeout_ms: int,
+    from_bounds: Callable[[tuple[int, int]], R],
+    per_queue: Callable[[RouteEntry], R],
+) -> dict[MessageQueue, R]:
+    """A value per queue: from `client.broker_bounds`, one request per (topic, broker), concurrently; by
+    `per_queue` for the queues those answers leave out."""
     groups: dict[tuple[str, str], list[RouteEntry]] = {}
     for q in queues:
         groups.setdefault((q.queue.topic, q.queue.broker), []).append(q)
-    wanted = {q.queue for q in queues}
-    found: Bounds = {}
     ask = lambda g: client.broker_bounds(g, timeout_ms)  # noqa: E731
     todo = list(groups.values())
     answers = [ask(g) for g in todo] if len(todo) == 1 else [f.result() for f in submit_queues(ask, todo)]
-    for answer in answers:
-        found.update((k, v) for k, v in (answer or {}).items() if k in wanted)
-    return found
+    known = {k: from_bounds(v) for answer in answers for k, v in (answer or {}).items()}
+    rest = [q for q in queues if q.queue not in known]
+    known.update(zip((q.queue for q in rest), map_queues(per_queue, rest), strict=True))
+    return {q.queue: known[q.queue] for q in queues}
 
 
 def _unknown_queues(spec: OffsetSpec, queues: Mapping[MessageQueue, RouteEntry], option: str) -> None:

@@ -169,18 +169,30 @@ def _store_time(broker: Broker, topic: str, queue_id: int, offset: int) -> int:
     return int(r.table.column("store_timestamp").cast(pa.int64())[0].as_py())
 
 
-def topic_stats(broker: Broker, topic: str) -> list[dict] | None:
-    """Per queue of `topic` on this broker: min, max and the store time of the last message
-    (`getTopicStatsInfo`); None when the broker does not serve the topic."""
+def queue_bounds(broker: Broker, topic: str) -> list[tuple[int, int, int]] | None:
+    """(queue id, min offset, max offset) of each queue of `topic` on this broker; None when the broker does
+    not serve the topic."""
     cfg = broker.store.topics.get(topic)
     if cfg is None:
         return None
-    out = []
-    for qid in range(cfg.queues):
-        lo, hi = broker.store.min_max(topic, qid)
-        last = _store_time(broker, topic, qid, hi - 1) if hi > 0 else 0
-        out.append({"queue": qid, "min_offset": lo, "max_offset": hi, "last_update_ms": last})
-    return out
+    return [(qid, *broker.store.min_max(topic, qid)) for qid in range(cfg.queues)]
+
+
+def topic_stats(broker: Broker, topic: str) -> list[dict] | None:
+    """Per queue of `topic` on this broker: min, max and the store time of the last message
+    (`getTopicStatsInfo`); None when the broker does not serve the topic."""
+    bounds = queue_bounds(broker, topic)
+    if bounds is None:
+        return None
+    return [
+        {
+            "queue": qid,
+            "min_offset": lo,
+            "max_offset": hi,
+            "last_update_ms": _store_time(broker, topic, qid, hi - 1) if hi > 0 else 0,
+        }
+        for qid, lo, hi in bounds
+    ]
 
 
 def consume_stats(broker: Broker, group: str, topic: str | None = None) -> list[dict]:

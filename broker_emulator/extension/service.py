@@ -17,7 +17,7 @@ from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from rocketmq_protocol.limits import RESERVED_PROPERTY_KEYS
 from rocketmq_protocol.names import group_error, topic_error
 
-from ..core.admin import ADMIN_VERBS, MUTATING_ADMIN_VERBS, ClusterAdmin
+from ..core.admin import ADMIN_VERBS, MUTATING_ADMIN_VERBS, ClusterAdmin, queue_bounds
 from ..core.cluster import Broker, Cluster
 from ..core.filtering import FilterError, parse_filter
 from ..core.long_polling import LongPollingService
@@ -108,15 +108,12 @@ class ExtensionService:
         err = topic_error(request.topic)
         if err:
             return pb.QueueOffsetsResponse(code=d.BAD_REQUEST, message=err)
-        cfg = self.store.topics.get(request.topic)
-        if cfg is None:
+        bounds = queue_bounds(self.broker, request.topic)
+        if bounds is None:
             return pb.QueueOffsetsResponse(
                 code=d.TOPIC_NOT_FOUND, message=f"topic {request.topic} is not served by {self.broker.name}"
             )
-        queues = []
-        for qid in range(cfg.queues):
-            lo, hi = self.store.min_max(request.topic, qid)
-            queues.append(pb.QueueOffset(queue_id=qid, min_offset=lo, max_offset=hi))
+        queues = [pb.QueueOffset(queue_id=qid, min_offset=lo, max_offset=hi) for qid, lo, hi in bounds]
         return pb.QueueOffsetsResponse(code=d.OK, message="OK", queues=queues)
 
     async def Admin(self, request, context):

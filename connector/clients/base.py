@@ -189,8 +189,8 @@ class RocketMQClient(ABC):
     def broker_bounds(
         self, queues: Sequence[RouteEntry], timeout_ms: int = DEFAULT_TIMEOUT_MS
     ) -> dict[MessageQueue, tuple[int, int]] | None:
-        """(min, max) offset of `queues` (one topic on one broker) in one request; None when the broker has
-        no such request, and queues missing from the answer, are for `min_offset`/`max_offset` one by one."""
+        """(min, max) offset of `queues` (one topic on one broker) in one request, or None when the broker has
+        no such request. Queues missing from the answer are left to `min_offset`/`max_offset`."""
         return None
 
     @abstractmethod

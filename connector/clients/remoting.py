@@ -355,20 +355,14 @@ class RemotingClient(RocketMQClient):
         """The bounds of the topic's queues on one broker from GET_TOPIC_STATS_INFO (`mqadmin topicStatus`'s
         request: min and max offset of each queue in one call); None when the broker refuses it."""
         first = queues[0].queue
-        h = GetTopicStatsInfoRequestHeader(topic=self._wrap(first.topic), bname=first.broker)
-        rpc = "GET_TOPIC_STATS_INFO"
-        resp, address = self._invoke(
-            self._broker_addresses(queues[0]),
-            RequestCode.GET_TOPIC_STATS_INFO,
-            self._ext(h),
-            b"",
-            timeout_ms,
-            rpc,
-        )
-        if resp.code != ResponseCode.SUCCESS:
-            log.debug("%s of %s on %s: code %s %s", rpc, first.topic, address, resp.code, resp.remark)
-            return None
         stored = self._wrap(first.topic)
+        h = GetTopicStatsInfoRequestHeader(topic=stored, bname=first.broker)
+        rpc = "GET_TOPIC_STATS_INFO"
+        try:
+            resp = self._broker_call(queues[0], RequestCode.GET_TOPIC_STATS_INFO, h, timeout_ms, rpc)
+        except RocketMQError as e:  # a refusal; a broker that cannot be reached still fails the call
+            log.debug("%s refused: %s", rpc, e)
+            return None
         out: dict[MessageQueue, tuple[int, int]] = {}
         try:
             for key, value in fastjson.loads(resp.body)["offsetTable"].items():
@@ -377,7 +371,7 @@ class RemotingClient(RocketMQClient):
                     q = MessageQueue(first.topic, first.broker, int(mq["queueId"]))
                     out[q] = (int(value["minOffset"]), int(value["maxOffset"]))
         except (JsonBodyError, KeyError, TypeError, ValueError) as e:
-            log.debug("%s of %s on %s: unreadable body (%s)", rpc, first.topic, address, e)
+            log.debug("%s of %s on %s: unreadable body (%s)", rpc, first.topic, queues[0].endpoint, e)
             return None
         return out
 
