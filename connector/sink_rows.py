@@ -92,8 +92,8 @@ def as_binary(arr: pa.Array) -> pa.Array:
 def _lengths(col: pa.Array) -> np.ndarray:
     """The byte length of each value of a (large_)binary array without nulls, read from its offsets (no
     conversion through Python values, which would make pyarrow import pandas)."""
-    wide = pa.types.is_large_binary(col.type)
-    off = np.frombuffer(col.buffers()[1], np.int64 if wide else np.int32, len(col) + 1, col.offset)
+    dtype = np.dtype(np.int64 if pa.types.is_large_binary(col.type) else np.int32)
+    off = np.frombuffer(col.buffers()[1], dtype, len(col) + 1, dtype.itemsize * col.offset)
     return np.diff(off).astype(np.int64)
 
 

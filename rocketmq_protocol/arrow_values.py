@@ -20,7 +20,7 @@ def int64_values(col: pa.Array | pa.ChunkedArray, null: int = 0) -> np.ndarray:
         col = col.cast(pa.int64())
     if col.null_count == len(col):  # also no rows; an all-null array may have no data buffer
         return np.full(len(col), null, np.int64)
-    values = np.frombuffer(col.buffers()[1], np.int64, len(col), col.offset)
+    values = np.frombuffer(col.buffers()[1], np.int64, len(col), 8 * col.offset)  # offset in bytes
     if col.null_count:
         values = np.where(bool_values(col.is_valid()), values, null)
     return values

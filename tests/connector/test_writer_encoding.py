@@ -27,6 +27,7 @@ from connector.clients.grpc_v2_send import (
     QUEUE_FIELD_SIZE,
     GrpcEncodedRows,
     GrpcSendEncoder,
+    PlainEncodedRows,
     encode_request,
     queue_id_field,
     timestamp_bytes,
@@ -189,6 +190,28 @@ def test_large_queue_ids_and_bodies_reencode_their_headers() -> None:
     assert [
         m.body for m in s.SendMessageRequest.FromString(sub.payload(MessageQueue("T", "b", 200))).messages
     ] == [big]
+
+
+@pytest.mark.parametrize("size", [1, 100, 200, 20_000])
+@pytest.mark.parametrize("typ", [pa.binary(), pa.string(), pa.large_binary()])
+def test_bodies_of_one_size_encode_like_the_fragments(size: int, typ: pa.DataType) -> None:
+    """Bodies of one size take the 2-D path; its bytes are the per-message fragments' joined, for a
+    slice of an input batch (non-zero Arrow offsets), every queue id and any subset of rows."""
+    route = type("R", (), {})()
+    bodies = pa.array([(b"%07d" % i + b"z" * size)[-size:] for i in range(50)], pa.binary()).cast(typ)
+    assert isinstance(encoder().encode(batch(body=bodies), 0)[0], PlainEncodedRows)
+    b = batch(body=bodies).slice(7, 30)
+    [rows] = encoder().encode(b, 0)
+    msgs = parse(rows)  # asserts the payload equals the fragments' bytes
+    assert [m.body for m in msgs] == [x.as_py().encode() if typ == pa.string() else x.as_py() for x in b[0]]
+    req = _Request(route, rows, slice(3, 20), int(rows.sizes[3:20].sum()))  # type: ignore[arg-type]
+    for qid in (0, 5, 127, 128):
+        q = MessageQueue("T", "b", qid)
+        assert req.payload(q) == rows.fragments.payload(slice(3, 20), q)
+        picked = req.subset([2, 9])
+        got = s.SendMessageRequest.FromString(picked.payload(q)).messages
+        assert [m.body for m in got] == [msgs[5].body, msgs[12].body]
+        assert {m.system_properties.queue_id for m in got} == {qid}
 
 
 @settings(max_examples=60, deadline=None)

@@ -26,6 +26,13 @@ def test_int64_values_of_slices_chunks_nulls_and_timestamps() -> None:
     assert int64_values(ts).tolist() == [1_700_000_000_000, 0]
     assert int64_values(pa.array([], pa.int64())).tolist() == []
     assert int64_values(pa.nulls(3, pa.int64()), null=-1).tolist() == [-1, -1, -1]  # no data buffer
+    # slices of int64 and timestamp arrays are read in place, from their element offset
+    wide = pa.array([10, 11, None, 2**40, -5, 15], pa.int64())
+    assert int64_values(wide.slice(2, 3), null=-1).tolist() == [-1, 2**40, -5]
+    assert int64_values(ts.slice(1)).tolist() == [0]
+    stamps = pa.array([1, 2, 3, 4], pa.timestamp("us", tz="UTC"))
+    assert int64_values(stamps.slice(1, 2)).tolist() == [2, 3]
+    assert int64_values(pa.chunked_array([wide.slice(3, 2)])).tolist() == [2**40, -5]
 
 
 def test_bool_values_of_slices_and_nulls() -> None:
