@@ -51,13 +51,10 @@ def _queue_ids(cols: SendColumns, topic: str, queues: int, explicit: bool) -> li
     n = cols.n
     named = cols.queue_id
     given = (named or [0] * n) if explicit else named or []
-    if given:
-        ids = np.asarray(given, np.int64)
-        bad = (ids < 0) | (ids >= queues)
-        if not explicit:
-            bad &= ids != 0
-        if bad.any():
-            i = int(np.argmax(bad))
+    if given:  # distinct values first: a request's messages name few queues (set() is cheap on ints)
+        bad = {q for q in set(given) if (q < 0 or q >= queues) and (explicit or q != 0)}
+        if bad:
+            i = min(map(given.index, bad))
             raise BrokerError(
                 ErrorKind.QUEUE_NOT_FOUND,
                 f"message #{i}: queue_id {given[i]} is outside 0..{queues - 1} of {topic}",
@@ -142,10 +139,11 @@ def send(
     bodies = _bodies(cols)
     if -1 in qids:
         rr = broker.next_queue(topic, cfg.queues)
-        qids = [rr if q < 0 else q for q in qids]
+        qids = [rr] * len(qids) if qids.count(-1) == len(qids) else [rr if q < 0 else q for q in qids]
     mcols = message_columns(cols, bodies, types, now)
     n = cols.n
-    if qids.count(qids[0]) == n:
+    one_queue = qids.count(qids[0]) == n
+    if one_queue:
         appends: list[tuple[int, MessageColumns, np.ndarray | slice]] = [(qids[0], mcols, slice(None))]
     else:
         by_queue = np.asarray(qids)
@@ -169,7 +167,8 @@ def send(
                 for i, tx in zip(np.arange(n)[idxs], txs, strict=True):
                     tx_ids[int(i)] = tx
         end = max(end, end_pos)
-    return SendResult(mcols.message_id, np.asarray(qids), offsets, tx_ids), end
+    queue_ids = np.full(n, qids[0], np.int64) if one_queue else np.asarray(qids, np.int64)
+    return SendResult(mcols.message_id, queue_ids, offsets, tx_ids), end
 
 
 def _append_waiting(
