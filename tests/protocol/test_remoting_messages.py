@@ -16,6 +16,7 @@ from rocketmq_protocol.remoting.errors import BatchDecodeError, MessageDecodeErr
 from rocketmq_protocol.remoting.flags import MessageSysFlag
 from rocketmq_protocol.remoting.message_codec import (
     MAGIC_V2,
+    _join_buffer,
     decode_batch,
     decode_stored,
     encode_batch,
@@ -272,3 +273,31 @@ def test_many_answers_of_same_size_records_decode_as_one():
     assert decode_stored(parts).to_pylist() == decode_stored(data).to_pylist()
     with pytest.raises(MessageDecodeError, match="TOTALSIZE"):
         decode_stored([data[: size + 10], data[size + 10 :]])
+
+
+def _reference_join(pieces: list) -> bytes:
+    n = len(next(p for p in pieces if not isinstance(p, bytes)))
+    out = []
+    for i in range(n):
+        for p in pieces:
+            if isinstance(p, bytes):
+                out.append(p)
+            else:
+                v = p[i].as_py()
+                out.append(b"" if v is None else v.encode() if isinstance(v, str) else v)
+    return b"".join(out)
+
+
+@pytest.mark.parametrize(
+    "pieces",
+    [
+        # one width per piece (the 2-D path): slices, strings, constant pieces, an empty-valued piece
+        [pa.array([b"ab", b"cd", b"ef", b"gh"]).slice(1, 3), b"|", pa.array(["xé", "yü", "zö"]), b""],
+        [pa.array([b"", b"", b""]), b"k", pa.array([b"123", b"456", b"789"])],
+        # widths that differ, nulls: Arrow's element-wise join
+        [pa.array([b"a", b"bb", b"ccc"]), b"-", pa.array([b"1", b"2", b"3"])],
+        [pa.array([b"aa", None, b"cc"]), b"-", pa.array(["1", "2", "3"])],
+    ],
+)
+def test_joined_rows_are_each_rows_pieces_back_to_back(pieces: list) -> None:
+    assert _join_buffer(pieces).to_pybytes() == _reference_join(pieces)
