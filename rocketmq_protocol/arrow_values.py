@@ -94,3 +94,45 @@ def string_array(values: list[str]) -> pa.Array:
     return pa.Array.from_buffers(
         pa.string(), len(data), [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(data))]
     )
+
+
+def value_offsets(arr: pa.Array) -> np.ndarray:
+    """The int32 value offsets of a string/binary array, its slice applied (len(arr) + 1 of them)."""
+    return np.frombuffer(arr.buffers()[1], dtype=np.int32)[arr.offset : arr.offset + len(arr) + 1]
+
+
+def fixed_width(offsets: np.ndarray) -> int | None:
+    """The length every value has, from their offsets; None when the lengths differ or there is no value."""
+    if len(offsets) < 2:
+        return None
+    width = int(offsets[1] - offsets[0])
+    if int(offsets[-1] - offsets[0]) != width * (len(offsets) - 1) or (np.diff(offsets) != width).any():
+        return None
+    return width
+
+
+def fixed_width_rows(pieces: list[pa.Array | bytes], n: int) -> np.ndarray | None:
+    """Row i of every piece back to back, as the rows of an (n, width) uint8 array, when each string/binary
+    array piece's values all have one length (no nulls); bytes are the same in every row. One copy per
+    piece, several times faster than Arrow's element-wise join; None when a piece's lengths vary."""
+    widths = []
+    for p in pieces:
+        if isinstance(p, bytes):
+            widths.append(len(p))
+            continue
+        if p.null_count or not (pa.types.is_binary(p.type) or pa.types.is_string(p.type)):
+            return None
+        width = fixed_width(value_offsets(p))
+        if width is None:
+            return None
+        widths.append(width)
+    rows = np.empty((n, sum(widths)), np.uint8)
+    col = 0
+    for p, width in zip(pieces, widths, strict=True):
+        if isinstance(p, bytes):
+            rows[:, col : col + width] = np.frombuffer(p, np.uint8)
+        elif width:
+            data = np.frombuffer(p.buffers()[2], np.uint8, n * width, int(value_offsets(p)[0]))
+            rows[:, col : col + width] = data.reshape(n, width)
+        col += width
+    return rows

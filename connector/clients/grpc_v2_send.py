@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rocketmq_protocol.arrow_values import binary_scalar
+from rocketmq_protocol.arrow_values import binary_scalar, fixed_width_rows
 from rocketmq_protocol.protobuf_wire import field_bytes, varint, varint_size
 
 from ..queues import MessageQueue
@@ -419,19 +419,19 @@ class PlainEncodedRows(EncodedRows):
         after_id = _FIXED + _TYPE_FIELD[_NORMAL] + _born_field(checked.born_ms) + encoder._host
         sp_size = len(encoder._id_key) + 16 + len(after_id) + QUEUE_FIELD_SIZE
         head = topic_field + _SYSTEM_PROPERTIES_KEY + varint(sp_size) + encoder._id_key
-        if n and body_sizes[0] == body_sizes[-1] and (body_sizes == body_sizes[0]).all():
-            self._one_size(bodies, int(body_sizes[0]), head, hex_ids, after_id)
-            super().__init__(checked, np.full(n, self._width, np.int64))
-            return
-        totals = (
-            len(head) + 16 + len(after_id) + QUEUE_FIELD_SIZE + 1 + _varint_sizes(body_sizes) + body_sizes
-        )
-        headers = _varint_array(totals, prefix=_MESSAGE_KEY[0])
         ids = pa.Array.from_buffers(
             pa.binary(),
             n,
             [None, pa.py_buffer(np.arange(0, 16 * n + 1, 16, dtype=np.int32)), pa.py_buffer(hex_ids)],
         )
+        if n and body_sizes[0] == body_sizes[-1] and (body_sizes == body_sizes[0]).all():
+            self._one_size(bodies, int(body_sizes[0]), head, ids, after_id)
+            super().__init__(checked, np.diff(self._starts))
+            return
+        totals = (
+            len(head) + 16 + len(after_id) + QUEUE_FIELD_SIZE + 1 + _varint_sizes(body_sizes) + body_sizes
+        )
+        headers = _varint_array(totals, prefix=_MESSAGE_KEY[0])
         joined = pc.binary_join_element_wise(
             headers,
             binary_scalar(head),
@@ -449,26 +449,18 @@ class PlainEncodedRows(EncodedRows):
         self._queue_pos = offsets[:-1] + header_sizes + len(head) + 16 + len(after_id) + 1
         super().__init__(checked, np.diff(offsets))
 
-    def _one_size(self, bodies: pa.Array, size: int, head: bytes, hex_ids: bytes, after_id: bytes) -> None:
-        """The same bytes for bodies of one size: every message is `width` bytes, so they are the rows of one
-        2-D array, a template row broadcast and the ids and bodies copied into their columns (several times
-        faster than Arrow's element-wise join)."""
-        n = len(bodies)
+    def _one_size(self, bodies: pa.Array, size: int, head: bytes, ids: pa.Array, after_id: bytes) -> None:
+        """The same bytes for bodies of one size: every message has one width, so they are the rows of one
+        2-D array (`fixed_width_rows`) rather than Arrow's element-wise join."""
         body_field = b"\x22" + varint(size)
         total = len(head) + 16 + len(after_id) + QUEUE_FIELD_SIZE + len(body_field) + size
-        lead = _MESSAGE_KEY + varint(total) + head
         tail = after_id + QUEUE_ID_KEY + b"\x00" + body_field
-        width = self._width = len(lead) + 16 + len(tail) + size
-        rows = np.empty((n, width), np.uint8)
-        rows[:, : len(lead)] = np.frombuffer(lead, np.uint8)
-        rows[:, len(lead) : len(lead) + 16] = np.frombuffer(hex_ids, np.uint8, 16 * n).reshape(n, 16)
-        body_at = width - size
-        rows[:, len(lead) + 16 : body_at] = np.frombuffer(tail, np.uint8)
-        first = int(np.frombuffer(bodies.buffers()[1], np.int32, 1, 4 * bodies.offset)[0])
-        rows[:, body_at:] = np.frombuffer(bodies.buffers()[2], np.uint8, n * size, first).reshape(n, size)
+        rows = fixed_width_rows([_MESSAGE_KEY + varint(total) + head, ids, tail, bodies], len(bodies))
+        assert rows is not None  # ids are 16 bytes each, bodies `size`
+        n, width = rows.shape
         self._data = rows.reshape(-1)
         self._starts = np.arange(0, width * (n + 1), width, dtype=np.int64)
-        self._queue_pos = self._starts[:-1] + (body_at - len(body_field) - 1)
+        self._queue_pos = self._starts[:-1] + (width - size - len(body_field) - 1)
 
     def payload(self, idx: slice | list[int], queue: MessageQueue) -> bytes:
         qid = queue.queue_id

@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..arrow_values import binary_scalar, from_numpy, int64_values, string_array
+from ..arrow_values import binary_scalar, fixed_width, from_numpy, int64_values, string_array, value_offsets
 
 __all__ = [
     "PAD",
@@ -65,21 +65,6 @@ def _words(src: np.ndarray, pos: np.ndarray) -> np.ndarray:
         p = int(pos[i])
         out[i] = int.from_bytes(src[p : p + 4].tobytes().ljust(4, b"\0"), "little")
     return out
-
-
-def value_offsets(arr: pa.Array) -> np.ndarray:
-    """The int32 value offsets of a string/binary array, its slice applied (len(arr) + 1 of them)."""
-    return np.frombuffer(arr.buffers()[1], dtype=np.int32)[arr.offset : arr.offset + len(arr) + 1]
-
-
-def fixed_width(offsets: np.ndarray) -> int | None:
-    """The length every value has, from their offsets; None when the lengths differ or there is no value."""
-    if len(offsets) < 2:
-        return None
-    width = int(offsets[1] - offsets[0])
-    if int(offsets[-1] - offsets[0]) != width * (len(offsets) - 1) or (np.diff(offsets) != width).any():
-        return None
-    return width
 
 
 def uniform_value(arr: pa.Array) -> bytes | None:
