@@ -419,7 +419,9 @@ class Producer:
         req.last_broker = q.broker
         req.last_error = f"{q} on {req.endpoint}: {reason}"
         now = self._clock()
-        if req.attempts >= self._max_attempts or now >= req.deadline:
+        # A flow-control answer (`backoff`: the broker is busy and stored nothing) is retried until the
+        # send's deadline however many attempts that takes; other failures get `retryTimesWhenSendFailed`.
+        if now >= req.deadline or (req.attempts >= self._max_attempts and not backoff):
             raise self._exhausted(req)
         log.debug(
             "%s: attempt %d of %d messages failed (%s); retrying", self.label, req.attempts, len(req), reason

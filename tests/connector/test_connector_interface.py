@@ -9,6 +9,7 @@ import json
 import pickle
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -244,10 +245,20 @@ def test_a_request_rejection_with_per_message_results_names_the_rejected_rows() 
 
 
 def test_retryable_outcomes_back_off_when_asked_and_give_up_after_the_retries() -> None:
-    script = [SendOutcome(SendStatus.RETRYABLE, "TOO_MANY_REQUESTS (42900): busy", "TOO_MANY_REQUESTS", True)]
+    busy = SendOutcome(SendStatus.RETRYABLE, "TOO_MANY_REQUESTS (42900): busy", "TOO_MANY_REQUESTS", True)
+    script = [busy]
     client = FakeClient(lambda q, rows: script.pop(0) if script else SEND_OK)
     stats = _send(client, 2).flush()
     assert (stats.messages, stats.retries) == (2, 1) and [r for _, r in client.sends] == [[10, 11], [10, 11]]
+    # Flow control stores nothing: it is retried past retryTimesWhenSendFailed, until sendMsgTimeoutMs.
+    script = [busy] * 5
+    stats = _send(client, 2, retryTimesWhenSendFailed="1").flush()
+    assert (stats.messages, stats.retries, sum(stats.failures.values())) == (2, 5, 5)
+    producer = _send(FakeClient(lambda q, rows: busy), 2, sendMsgTimeoutMs="300")
+    t0 = time.monotonic()
+    with pytest.raises(SendFailedError, match=r"sendMsgTimeoutMs=300\).*TOO_MANY_REQUESTS \(42900\): busy"):
+        producer.flush()
+    assert 0.25 < time.monotonic() - t0 < 2.0 and producer.stats.retries >= 3
     down = SendOutcome(SendStatus.RETRYABLE, "gRPC UNAVAILABLE: down", "UNAVAILABLE")
     producer = _send(FakeClient(lambda q, rows: down), 2, retryTimesWhenSendFailed="2")
     with pytest.raises(
