@@ -106,6 +106,19 @@ def rocketmq4_acl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[rc.Clust
     )
 
 
+@pytest.fixture(scope="module")
+def busy_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[rc.Cluster]:
+    """A RocketMQ 5.x name server + broker (no proxy) whose send queue refuses requests that waited over 1 ms
+    (`BrokerFastFailure`'s SYSTEM_BUSY). Module scope: only tests/real/test_real_flow_control.py runs it."""
+    yield from _cluster(
+        rc.ROCKETMQ5_VERSION,
+        tmp_path_factory,
+        label=" with waitTimeMillsInSendQueue=1",
+        with_proxy=False,
+        broker_conf={"waitTimeMillsInSendQueue": "1"},
+    )
+
+
 @pytest.fixture(scope="module", params=["5", "4"], ids=lambda v: f"rocketmq{v}")
 def tls_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple]:
     """A name server + broker (no proxy) serving TLS, permissive, with a certificate of ours (apache/rocketmq

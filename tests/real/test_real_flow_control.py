@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
 
 import pyarrow as pa
 import pytest
@@ -22,24 +21,11 @@ from connector.options import parse_writer_options
 from connector.producer import Producer
 from connector.sink_rows import RowChecker
 from tests.real import realcluster as rc
-from tests.real.conftest import _cluster
 
 pytestmark = [pytest.mark.realbroker, pytest.mark.timeout(600)]
 
 TASK_ROWS = 131_072  # the producer's own send, in 4,096-message requests
 SPARK_ROWS = 100_000
-
-
-@pytest.fixture(scope="module")
-def busy_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[rc.Cluster]:
-    """A RocketMQ 5.x name server + broker whose send queue refuses requests that waited over 1 ms."""
-    yield from _cluster(
-        rc.ROCKETMQ5_VERSION,
-        tmp_path_factory,
-        label=" with waitTimeMillsInSendQueue=1",
-        with_proxy=False,
-        broker_conf={"waitTimeMillsInSendQueue": "1"},
-    )
 
 
 def test_a_write_rides_through_the_brokers_flow_control(spark: SparkSession, busy_broker: rc.Cluster) -> None:
