@@ -80,7 +80,7 @@ def ten(topic, stub) -> str:
     return topic
 
 
-# ------------------------------------------------------------------------------------ §4.1 table rows
+# ---------------------------------------------------------------------------------- pull outcomes
 def test_found_returns_batch_and_next_after_last(ten, puller):
     r = puller(ten, 0, 3, max_messages=4)
     assert r.code == d.OK

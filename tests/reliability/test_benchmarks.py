@@ -1,4 +1,4 @@
-"""The §7 harness cannot rot: `python -m benchmarks --quick` runs every measure and reports each one, as a
+"""The benchmark harness cannot rot: `python -m benchmarks --quick` runs every measure and reports each one, as a
 table on stdout and in its JSON file (figures are not judged here: the machine is shared)."""
 
 from __future__ import annotations
