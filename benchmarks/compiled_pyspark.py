@@ -7,10 +7,13 @@ ships holds sources only: every Python process Spark starts compiles what it imp
 a session starts several such processes one after another (the planning worker, the task workers' daemon,
 the commit worker), so a fresh session measured against this SPARK_HOME shows how much of Spark's one-time
 cost that compilation is. The directory mirrors the installed one with symbolic links; only the zip is new.
+
+    python -m benchmarks.compiled_pyspark DIR    # then: export SPARK_HOME=DIR (same PySpark install only)
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import py_compile
 import shutil
@@ -66,3 +69,16 @@ def compiled_spark_home(target: str, source: str | None = None) -> str:
 def remove(target: str) -> None:
     """Removes a directory made by `compiled_spark_home` (its links, not what they point to)."""
     shutil.rmtree(target, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("target", help="a new directory")
+    a = ap.parse_args(argv)
+    if os.path.exists(a.target) and os.listdir(a.target):
+        ap.error(f"target {a.target!r} exists and is not empty; give a new directory")
+    print(compiled_spark_home(a.target))
+
+
+if __name__ == "__main__":
+    main()
