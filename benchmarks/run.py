@@ -10,9 +10,10 @@ write of a fresh session (`benchmarks/cold_start.py`) is a row of the first.
 Columns: *figure* is the measure (messages/s unless a unit says otherwise); *ratio* is the figure over what
 its target is stated against: the ceiling for reads, the discarding writer for the write, the official
 client for the comparison rows (ours ÷ theirs), the target itself for absolute targets; *pass* applies the
-target. Defaults are the full sizes (1,000,000 messages); `--quick` shrinks them so the whole run takes about a minute. The
-Spark throughput measures run `--repeat` times, interleaved, and keep each one's best run (the machine
-is shared: the best run is the one least disturbed).
+target. Defaults are the full sizes (1,000,000 messages); `--quick` shrinks them so the whole run takes
+about three minutes (a minute of it the first-write measure's four fresh Spark sessions). The Spark
+throughput measures run `--repeat` times, interleaved, and keep each one's best run (the machine is
+shared: the best run is the one least disturbed).
 """
 
 from __future__ import annotations
@@ -144,7 +145,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(
         prog="python -m benchmarks", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--quick", action="store_true", help="small sizes (whole run about a minute)")
+    ap.add_argument("--quick", action="store_true", help="small sizes (whole run about three minutes)")
     ap.add_argument("--messages", type=int, default=1_000_000, help="messages of the read and raw measures")
     ap.add_argument("--size", type=int, default=100, help="body bytes")
     ap.add_argument("--write-messages", type=int, default=1_000_000, help="rows of the Spark write measure")
