@@ -12,7 +12,7 @@ is the JVM's part alone. `measure(spark_home=...)` runs the process against anot
 `benchmarks/compiled_pyspark.py` builds: PySpark's modules compiled).
 
 The session is created before the clock starts: its start (the JVM) is not part of the figure. Spark's
-lookup of the installed Python data sources is: it runs on a session's first use of one. Prints one
+lookup of the installed Python data sources is part of it: it runs on a session's first use of one. Prints one
 JSON object: `session_s`, `writes_s` (the three writes), `first_s`, `warm_s`, `one_time_s`.
 """
 

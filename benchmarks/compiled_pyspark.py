@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import os
 import py_compile
-import shutil
 import tempfile
 import zipfile
 
@@ -64,11 +63,6 @@ def compiled_spark_home(target: str, source: str | None = None) -> str:
                 )
                 zout.write(pyc, info.filename + "c", compress_type=zipfile.ZIP_DEFLATED)
     return target
-
-
-def remove(target: str) -> None:
-    """Removes a directory made by `compiled_spark_home` (its links, not what they point to)."""
-    shutil.rmtree(target, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> None:
