@@ -67,7 +67,7 @@ from ..config import FILTER_SQL, ClientConfig, FilterSpec
 from ..errors import ConnectorError, ErrorKind, RocketMQError
 from ..queues import MessageQueue, RouteEntry, queue_sort_key
 from .base import DEFAULT_TIMEOUT_MS, PullResult, PullStatus, RocketMQClient
-from .remoting_connection import ConnectionLost, ConnectionPool, RemotingConnection
+from .remoting_connection import ConnectionLost, ConnectionPool, HeaderTemplate, RemotingConnection
 from .remoting_errors import code_name, code_name_of_request, remoting_error
 from .remoting_send import DELAY_LEVELS_MS, RemotingSendEncoder, SendCall, parse_delay_levels
 from .retrying import Transient, call_with_retries, tls_handshake_message
@@ -85,6 +85,8 @@ PULL_WINDOW = 16
 #: Bytes of stored messages one `pull()` gathers at most when the caller sets no `max_bytes` (bounded
 #: memory with large messages: a broker answers at least one message per request, whatever its size).
 PULL_MAX_BYTES = 32 * 1024 * 1024
+#: PULL_MESSAGE's ext fields that differ between a pipeline's sub-pulls (`HeaderTemplate`'s values).
+_PULL_VARIABLE = ("queueOffset", "maxMsgNums", "suspendTimeoutMillis")
 
 _R = ResponseCode
 #: Codes worth another attempt (the same or another server) before the deadline.
@@ -147,6 +149,7 @@ class RemotingClient(RocketMQClient):
         self._visible_groups: set[tuple[str, str]] = set()  # (group, broker) checked for a retry topic
         self._delay_levels: dict[str, tuple[int, ...]] = {}  # broker address → its delay levels (ms)
         self._pull_templates: dict[tuple, dict[str, str]] = {}  # PULL_MESSAGE ext fields without offsets
+        self._pull_frame_templates: dict[tuple, HeaderTemplate] = {}  # the pipeline's, unsigned
         self.client_id = f"{os.getpid()}@{random.getrandbits(48):012x}"
 
     # ------------------------------------------------------------------ names
@@ -582,6 +585,24 @@ class RemotingClient(RocketMQClient):
         ext["suspendTimeoutMillis"] = str(max(suspend_ms, 0))
         return self._sign(ext)
 
+    def _pull_frames(
+        self, queue: RouteEntry, group: str, flt: FilterSpec | None, max_bytes: int
+    ) -> HeaderTemplate | None:
+        """The pipelined sub-pulls' frame template (offset, count and suspend time variable), or None when
+        requests are signed (the signature covers every field, so each header is built in full)."""
+        if self.config.access_key is not None and self.config.secret_key is not None:
+            return None
+        key = (queue.queue, group, flt, max_bytes)
+        frames = self._pull_frame_templates.get(key)
+        if frames is None:
+            ext = self._pull_header(queue, 0, 0, group, flt, 0, max_bytes)
+            fixed = {k: v for k, v in ext.items() if k not in _PULL_VARIABLE}
+            frames = HeaderTemplate(RequestCode.PULL_MESSAGE, fixed, _PULL_VARIABLE)
+            if len(self._pull_frame_templates) > 4096:
+                self._pull_frame_templates.clear()
+            self._pull_frame_templates[key] = frames
+        return frames
+
     def _sub_result(self, resp: RemotingCommand, offset: int, address: str, queue: RouteEntry) -> _SubPull:
         status = _PULL_CODES.get(resp.code)
         if status is None:
@@ -691,14 +712,20 @@ class RemotingClient(RocketMQClient):
         while cursor < limit:
             if nbytes >= byte_cap:
                 break
-            starts = list(range(cursor, limit, span))[:PULL_WINDOW]
+            starts = list(range(cursor, limit, span)[:PULL_WINDOW])
             address = self._brokers.get(queue.broker, queue.endpoint)
-            exts = [
-                self._pull_header(queue, s, min(span, limit - s), group, flt, 0, max_bytes) for s in starts
-            ]
+            frames = self._pull_frames(queue, group, flt, max_bytes)
+            requests: list[dict[str, str]] | tuple[HeaderTemplate, list[tuple[int, ...]]]
+            if frames is None:
+                requests = [
+                    self._pull_header(queue, s, min(span, limit - s), group, flt, 0, max_bytes)
+                    for s in starts
+                ]
+            else:
+                requests = (frames, [(s, min(span, limit - s), 0) for s in starts])
             try:
                 conn = self._pool.get(address, 3.0)
-                futures = conn.request_many(RequestCode.PULL_MESSAGE, exts)
+                futures = conn.request_many(RequestCode.PULL_MESSAGE, requests)
             except (OSError, ConnectionLost):
                 futures = []  # stop here: the next pull() retries with the full logic
             pending = [(s, f, conn, address) for s, f in zip(starts, futures, strict=False)]
@@ -715,7 +742,7 @@ class RemotingClient(RocketMQClient):
                     continue
                 try:
                     resp = fut.result(timeout=max(deadline - time.monotonic(), 0.001))
-                except (FutureTimeout, ConnectionLost):
+                except (TimeoutError, ConnectionLost):
                     conn.forget(fut)
                     broken = True
                     continue

@@ -144,40 +144,45 @@ def _decode_json_header(header: bytes | memoryview) -> RemotingCommand:
         doc = _JSON_DECODER.decode(str(header, "utf-8"))
     except (UnicodeDecodeError, ValueError) as e:
         raise HeaderError(f"JSON header is not valid JSON: {e}") from None
-    if not isinstance(doc, dict):
+    if type(doc) is not dict:
         raise HeaderError(f"JSON header is not an object: {type(doc).__name__}")
     if "code" not in doc:
         raise HeaderError("JSON header has no 'code'")
     language = doc.get("language", "JAVA")
-    if isinstance(language, str):
-        lang: LanguageCode | int = LanguageCode.__members__.get(language, LanguageCode.OTHER)
-    elif isinstance(language, int) and not isinstance(language, bool):
-        lang = LanguageCode(language) if language in LanguageCode._value2member_map_ else language
-    else:
-        raise HeaderError(f"JSON header field 'language' is invalid: {language!r}")
+    lang = _LANGUAGES.get(language) if type(language) is str else None
+    if lang is None:
+        lang = _language(language)
     remark = doc.get("remark")
-    if remark is not None and not isinstance(remark, str):
+    if remark is not None and type(remark) is not str:
         raise HeaderError(f"JSON header field 'remark' is not a string: {remark!r}")
     ext = doc.get("extFields")
     if ext is None:
         ext_fields: dict[str, str] = {}
-    elif isinstance(ext, dict):
-        if all(type(v) is str for v in ext.values()):  # as Java writes them (a HashMap<String, String>)
+    elif type(ext) is dict:
+        if _STR_ONLY.issuperset(map(type, ext.values())):  # as Java writes them (a HashMap<String, String>)
             ext_fields = ext
         else:
             ext_fields = {str(k): _ext_value(v) for k, v in ext.items() if v is not None}
     else:
         raise HeaderError(f"JSON header field 'extFields' is not an object: {ext!r}")
-    return RemotingCommand(
-        code=_as_int(doc, "code", 0),
-        language=lang,
-        version=_as_int(doc, "version", 0),
-        opaque=_as_int(doc, "opaque", 0),
-        flag=_as_int(doc, "flag", 0),
-        remark=remark,
-        ext_fields=ext_fields,
-        serialize_type=SerializeType.JSON,
-    )
+    code, version, opaque, flag = doc["code"], doc.get("version", 0), doc.get("opaque", 0), doc.get("flag", 0)
+    if not (type(code) is int and type(version) is int and type(opaque) is int and type(flag) is int):
+        code, version = _as_int(doc, "code", 0), _as_int(doc, "version", 0)
+        opaque, flag = _as_int(doc, "opaque", 0), _as_int(doc, "flag", 0)
+    return RemotingCommand(code, lang, version, opaque, flag, remark, ext_fields, b"", SerializeType.JSON)
+
+
+_LANGUAGES: dict[str, LanguageCode] = dict(LanguageCode.__members__)
+_STR_ONLY = frozenset({str})
+
+
+def _language(language: object) -> LanguageCode | int:
+    """A header's `language` that is not a known name: an unknown name, or a number (known or not)."""
+    if isinstance(language, str):
+        return LanguageCode.OTHER
+    if isinstance(language, int) and not isinstance(language, bool):
+        return LanguageCode(language) if language in LanguageCode._value2member_map_ else language
+    raise HeaderError(f"JSON header field 'language' is invalid: {language!r}")
 
 
 # ------------------------------------------------------------------------------------------------ ROCKETMQ

@@ -213,17 +213,8 @@ def _concat(
     if len(bodies) == 1:
         buf = as_u8(bodies[0])
         return buf, [(0, len(buf))]
-    spans = []
-    pos = 0
-    for b in bodies:
-        spans.append((pos, pos + len(b)))
-        pos += len(b)
-    buf = np.empty(pos, dtype=np.uint8)
-    pos = 0
-    for b in bodies:
-        buf[pos : pos + len(b)] = as_u8(b)
-        pos += len(b)
-    return buf, spans
+    spans = list(itertools.pairwise(itertools.accumulate(map(len, bodies), initial=0)))
+    return np.frombuffer(b"".join(bodies), dtype=np.uint8), spans
 
 
 # ------------------------------------------------------------------------------------------------ decode

@@ -19,7 +19,7 @@ import pytest
 
 from connector.clients import PullStatus
 from connector.clients.remoting import RemotingClient, stored_to_table
-from connector.clients.remoting_connection import ConnectionPool
+from connector.clients.remoting_connection import ConnectionPool, HeaderTemplate, Reply, encode_request
 from connector.config import ClientConfig, FilterSpec
 from connector.errors import AccessDeniedError, ConnectorError, RetriesExhaustedError, RocketMQError
 from connector.queues import MessageQueue, RouteEntry
@@ -323,6 +323,64 @@ def test_pulls_are_pipelined_past_the_brokers_cap_and_decoded_at_once(servers) -
         "0",
     )
     client.close()
+
+
+def test_pipelined_pulls_send_the_same_fields_signed_or_not(servers) -> None:
+    """Unsigned sub-pulls come from a frame template, signed ones are built in full: the broker sees the
+    same fields either way (but the signature), each signed request verifies, and the rows are the same."""
+    tables, fields = [], []
+    for creds in ({}, {"access_key": "AK", "secret_key": "SK"}):
+        broker = CappedBroker(300)
+        srv = servers(broker)
+        client = RemotingClient(ClientConfig(name_server="127.0.0.1:1", **creds))
+        q = RouteEntry(MessageQueue("t", "broker-a", 0), srv.address)
+        for _ in range(2):  # the second pull reuses the cached template
+            res = client.pull(q, 0, 300, group="g", filter=FilterSpec("tag", "TagA || TagB"))
+            assert res.next_offset == 300
+        tables.append(res.table)
+        pulls = [r for r in srv.requests if r.code == 11]
+        assert len(pulls) == 2 * (1 + -(-(300 - 32) // 32))
+        if creds:
+            assert all(signature.verify(r, "SK") for r in pulls)
+        fields.append(
+            [{k: v for k, v in r.ext_fields.items() if k not in ("AccessKey", "Signature")} for r in pulls]
+        )
+        client.close()
+    assert fields[0] == fields[1]
+    assert [f["queueOffset"] for f in fields[0][:3]] == ["0", "32", "64"]
+    assert tables[0].equals(tables[1]) and tables[0].num_rows == 200
+
+
+def test_header_templates_encode_what_the_json_encoder_does() -> None:
+    fixed = {"consumerGroup": 'g\u00e9"%d\\', "topic": "t%s", "queueId": "3"}
+    t = HeaderTemplate(11, fixed, ("queueOffset", "maxMsgNums"))
+    for offset, count, opaque in ((0, 32, 1), (2**40, 7, 0x7FFFFFFF)):
+        expected = encode_request(
+            11, {**fixed, "queueOffset": str(offset), "maxMsgNums": str(count)}, b"", opaque
+        )
+        assert t.frame_head((offset, count), opaque) == expected
+    assert HeaderTemplate(11, {}, ("a",)).frame_head((5,), 9) == encode_request(11, {"a": "5"}, b"", 9)
+    assert HeaderTemplate(11, {"b": "x"}, ()).frame_head((), 9) == encode_request(11, {"b": "x"}, b"", 9)
+    with pytest.raises(ValueError, match="both fixed and variable"):
+        HeaderTemplate(11, {"a": "1"}, ("a",))
+    with pytest.raises(ValueError, match="1 values for 2"):
+        t.frame_head((1,), 1)
+
+
+def test_replies_hold_one_outcome_and_time_out() -> None:
+    ok, failed, silent = Reply(), Reply(), Reply()
+    cmd = RemotingCommand(0)
+    threading.Timer(0.05, ok.set_result, (cmd,)).start()
+    assert ok.result(5) is cmd and ok.result(0.001) is cmd and ok.done()
+    ok.set_exception(RuntimeError("late"))  # ignored: the outcome is in
+    assert ok.result(0.001) is cmd
+    failed.set_exception(ConnectionError("lost"))
+    with pytest.raises(ConnectionError, match="lost"):
+        failed.result(1)
+    started = time.monotonic()
+    with pytest.raises(TimeoutError):
+        silent.result(0.05)
+    assert 0.04 <= time.monotonic() - started < 2 and not silent.done()
 
 
 def test_filtered_pulls_skip_ahead_without_gaps_or_repeats(servers) -> None:
