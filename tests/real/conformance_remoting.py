@@ -522,7 +522,7 @@ _SQL = (
 )
 _CAP = (
     "a real broker returns at most 32 messages per pull from page cache (maxTransferCountOnMessageInMemory); the "
-    "emulator honours maxMsgNums up to 1024, which Java clients handle (they ask for 32 or fewer by default) "
+    "emulator honours maxMsgNums up to 8192, which Java clients handle (they ask for 32 or fewer by default) "
     "and which spares readers that ask for more a round trip per 32 messages"
 )
 _GROUP = (
