@@ -67,7 +67,13 @@ from ..config import FILTER_SQL, ClientConfig, FilterSpec
 from ..errors import ConnectorError, ErrorKind, RocketMQError
 from ..queues import MessageQueue, RouteEntry, queue_sort_key
 from .base import DEFAULT_TIMEOUT_MS, PullResult, PullStatus, RocketMQClient
-from .remoting_connection import ConnectionLost, ConnectionPool, HeaderTemplate, RemotingConnection
+from .remoting_connection import (
+    ConnectionLost,
+    ConnectionPool,
+    HeaderTemplate,
+    RemotingConnection,
+    encode_request,
+)
 from .remoting_errors import code_name, code_name_of_request, remoting_error
 from .remoting_send import DELAY_LEVELS_MS, RemotingSendEncoder, SendCall, parse_delay_levels
 from .retrying import Transient, call_with_retries, tls_handshake_message
@@ -715,17 +721,18 @@ class RemotingClient(RocketMQClient):
             starts = list(range(cursor, limit, span)[:PULL_WINDOW])
             address = self._brokers.get(queue.broker, queue.endpoint)
             frames = self._pull_frames(queue, group, flt, max_bytes)
-            requests: list[dict[str, str]] | tuple[HeaderTemplate, list[tuple[int, ...]]]
-            if frames is None:
-                requests = [
-                    self._pull_header(queue, s, min(span, limit - s), group, flt, 0, max_bytes)
-                    for s in starts
-                ]
-            else:
-                requests = (frames, [(s, min(span, limit - s), 0) for s in starts])
             try:
                 conn = self._pool.get(address, 3.0)
-                futures = conn.request_many(RequestCode.PULL_MESSAGE, requests)
+                if frames is None:
+                    exts = [
+                        self._pull_header(queue, s, min(span, limit - s), group, flt, 0, max_bytes)
+                        for s in starts
+                    ]
+                    futures = conn.request_many(exts, _pull_frame_head)
+                else:
+                    futures = conn.request_many(
+                        [(s, min(span, limit - s), 0) for s in starts], frames.frame_head
+                    )
             except (OSError, ConnectionLost):
                 futures = []  # stop here: the next pull() retries with the full logic
             pending = [(s, f, conn, address) for s, f in zip(starts, futures, strict=False)]
@@ -836,6 +843,11 @@ class RemotingClient(RocketMQClient):
 # ------------------------------------------------------------------------------------------ decoding
 _TS = pa.timestamp("ms")
 _BORN_HOST = "__BORNHOST"
+
+
+def _pull_frame_head(ext: dict[str, str], opaque: int) -> bytes:
+    """A signed sub-pull's frame head: its fields encoded in full."""
+    return encode_request(RequestCode.PULL_MESSAGE, ext, b"", opaque)
 
 
 def _strip_ports(hosts: pa.Array) -> pa.Array:

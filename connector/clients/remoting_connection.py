@@ -4,7 +4,7 @@ requests in flight, responses matched to their requests by `opaque` whatever ord
 As apache/rocketmq `NettyRemotingAbstract` (the `responseTable` of opaque → `ResponseFuture`) and
 rocketmq-client-go `internal/remote` (one connection per address, a reader goroutine): each connection has
 one reader thread that reads whole frames (a 4-byte length, then `recv_into` one buffer of that length) and
-completes the request's `concurrent.futures.Future`; a response's body is a `memoryview` into that buffer,
+completes the request's `concurrent.futures.Future` (a pipelined pull's: a lighter `Reply`); a response's body is a `memoryview` into that buffer,
 so a pull's stored messages reach the decoder without a copy. Writers share the socket under a lock; a
 request is the encoded header and the body, sent without joining them. Requests the server sends us
 (RocketMQ's broker → client calls) are answered REQUEST_CODE_NOT_SUPPORTED unless they are oneway.
@@ -25,7 +25,9 @@ import ssl
 import struct
 import threading
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
+from typing import TypeVar
 
 from rocketmq_protocol.remoting.codes import CURRENT_VERSION, LanguageCode, ResponseCode, SerializeType
 from rocketmq_protocol.remoting.errors import FrameError, RemotingCodecError
@@ -51,6 +53,7 @@ __all__ = [
 ]
 
 _PREFIX = struct.Struct(">iI")
+T = TypeVar("T")
 _VERSION = int(CURRENT_VERSION)
 _JSON = json.JSONEncoder(separators=(",", ":"))
 _I32 = struct.Struct(">i")
@@ -214,29 +217,19 @@ class RemotingConnection:
             self._fail(e)
         return fut
 
-    def request_many(
-        self, code: int, ext_fields: list[dict[str, str]] | tuple[HeaderTemplate, list[tuple[int, ...]]]
-    ) -> list[Reply]:
-        """Several requests without bodies in one write (pipelined pulls); one `Reply` each. `ext_fields`
-        is a list of ext fields, or a `HeaderTemplate` (of request `code`) and each request's values."""
+    def request_many(self, items: Sequence[T], head: Callable[[T, int], bytes]) -> list[Reply]:
+        """Several requests without bodies in one write (pipelined pulls); one `Reply` each. `head(item,
+        opaque)` is an item's frame head: `HeaderTemplate.frame_head`, or `encode_request` of its fields."""
         replies: list[Reply] = []
         heads: list[bytes] = []
         with self._pending_lock:
             if self._closed is not None:
                 raise ConnectionLost(f"connection to {self.address} is closed ({self._closed})")
-            if isinstance(ext_fields, tuple):
-                template, values = ext_fields
-                for v in values:
-                    opaque = next(self._opaques) & 0x7FFFFFFF
-                    heads.append(template.frame_head(v, opaque))
-                    replies.append(reply := Reply())
-                    self._pending[opaque] = reply
-            else:
-                for ext in ext_fields:
-                    opaque = next(self._opaques) & 0x7FFFFFFF
-                    heads.append(encode_request(code, ext, b"", opaque))
-                    replies.append(reply := Reply())
-                    self._pending[opaque] = reply
+            for item in items:
+                opaque = next(self._opaques) & 0x7FFFFFFF
+                heads.append(head(item, opaque))
+                replies.append(reply := Reply())
+                self._pending[opaque] = reply
         try:
             with self._write_lock:
                 self._sock.sendall(b"".join(heads))
