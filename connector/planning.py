@@ -34,9 +34,10 @@ def build_partitions(
     since Spark plans a batch read with at least one partition).
 
     Without `numPartitions`, a batch small enough for one task (`small_batch_limit`) is read by one
-    partition holding every non-empty range: a Python read task costs Spark ~50–100 ms to schedule and
-    run whatever it reads, so a trickle spread over 6 queues took three waves of tasks on two cores where
-    one task does a few small pulls in a few milliseconds each."""
+    partition holding every non-empty range: a Python read task costs Spark ~20–45 ms to schedule and
+    run whatever it reads (~50–100 ms when its workers talk to the JVM over loopback TCP), so a trickle
+    spread over 6 queues took three waves of tasks on two cores where one task does a few small pulls in a
+    few milliseconds each."""
     planned = plan_partitions(
         ranges, opts.num_partitions, opts.max_messages_per_partition, opts.allocate_strategy
     )

@@ -4,8 +4,8 @@ requests in flight, responses matched to their requests by `opaque` whatever ord
 As apache/rocketmq `NettyRemotingAbstract` (the `responseTable` of opaque → `ResponseFuture`) and
 rocketmq-client-go `internal/remote` (one connection per address, a reader goroutine): each connection has
 one reader thread that reads whole frames (a 4-byte length, then `recv_into` one buffer of that length) and
-completes the request's `concurrent.futures.Future` (a pipelined pull's: a lighter `Reply`); a response's body is a `memoryview` into that buffer,
-so a pull's stored messages reach the decoder without a copy. Writers share the socket under a lock; a
+completes the request's `concurrent.futures.Future` (a pipelined pull's: a lighter `Reply`); a response's
+body is a `memoryview` into that buffer, so a pull's stored messages reach the decoder without a copy. Writers share the socket under a lock; a
 request is the encoded header and the body, sent without joining them. Requests the server sends us
 (RocketMQ's broker → client calls) are answered REQUEST_CODE_NOT_SUPPORTED unless they are oneway.
 
