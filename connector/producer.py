@@ -1,7 +1,8 @@
 """The writer's send path, without Spark and without protocol: checked rows → send requests → every message
 acknowledged, through a `connector.clients.RocketMQClient`.
 
-* Requests hold up to `batchSize` messages / `batchBytes` encoded bytes of one topic and go to ONE queue
+* Requests hold up to `batchSize` messages / `batchBytes` bytes of one topic (each message counted at its
+  `EncodedRows.batch_sizes`: its size in the batch the broker stores) and go to ONE queue
   (the client's encoder writes the queue into the request at each attempt). RocketMQ sends a batch to one
   queue, so each `send()` spreads its messages over the topic's writable queues in turn: its rows are cut
   into requests of at most ceil(rows / writable queues) messages, but not below 32 (10,000 rows over 8
@@ -258,8 +259,8 @@ class Producer:
         return route
 
     def _chunks(self, sizes: np.ndarray, count: int | None = None) -> Iterator[tuple[int, int]]:
-        """[start, end) ranges of at most `count` (default batchSize) messages and batchBytes bytes (at least
-        one message)."""
+        """[start, end) ranges of at most `count` (default batchSize) messages and batchBytes bytes of
+        `sizes` (the messages' `batch_sizes`; at least one message)."""
         n = len(sizes)
         cum = np.cumsum(sizes)
         limit = self.options.batch_bytes
@@ -300,11 +301,12 @@ class Producer:
         self, rows: EncodedRows, route: TopicRoute, idx: list[int] | None, fixed: MessageQueue | None
     ) -> Iterator[_Request]:
         sizes = rows.sizes if idx is None else rows.sizes[idx]
+        limited = rows.batch_sizes if idx is None else rows.batch_sizes[idx]
         count = None
         if fixed is None:  # spread over the writable queues in turn: one request per queue at most
             per_queue = -(-len(sizes) // max(len(route.queues), 1))
             count = min(self.options.batch_size, max(per_queue, SPREAD_MIN_MESSAGES))
-        for a, b in self._chunks(sizes, count):
+        for a, b in self._chunks(limited, count):
             part: slice | list[int] = slice(a, b) if idx is None else idx[a:b]
             yield _Request(route, rows, part, int(sizes[a:b].sum()), fixed)
 

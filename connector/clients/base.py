@@ -113,18 +113,24 @@ class SendFuture(Protocol):
 
 
 class EncodedRows(ABC):
-    """`CheckedRows` encoded for one protocol: the encoded size of each message (for `batchBytes`) and the
-    request payload of any subset of the messages for a given queue.
+    """`CheckedRows` encoded for one protocol: the encoded size of each message, the size it counts for
+    against `batchBytes`, and the request payload of any subset of the messages for a given queue.
 
-    `alone` marks (bool per message, or None for none) the messages the protocol can only send in a request
-    of their own (e.g. delayed messages over remoting, which brokers do not schedule inside a batch).
+    `batch_sizes` (default: `sizes`) is a message's size in the batch the broker checks against its
+    maxMessageSize, where that is larger than its encoding in the request (a RocketMQ proxy re-encodes a
+    v2 request as a remoting batch). `alone` marks (bool per message, or None for none) the messages the
+    protocol can only send in a request of their own (e.g. delayed messages over remoting, which brokers
+    do not schedule inside a batch).
     """
 
     alone: np.ndarray | None = None
 
-    def __init__(self, checked: CheckedRows, sizes: np.ndarray) -> None:
+    def __init__(
+        self, checked: CheckedRows, sizes: np.ndarray, batch_sizes: np.ndarray | None = None
+    ) -> None:
         self.checked = checked
         self.sizes = sizes
+        self.batch_sizes = sizes if batch_sizes is None else batch_sizes
 
     def __len__(self) -> int:
         return len(self.checked)

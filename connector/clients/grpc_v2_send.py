@@ -33,6 +33,15 @@ import pyarrow.compute as pc
 
 from rocketmq_protocol.arrow_values import binary_scalar, fixed_width_rows
 from rocketmq_protocol.protobuf_wire import field_bytes, varint, varint_size
+from rocketmq_protocol.remoting.properties import (
+    KEYS,
+    PGROUP,
+    RECONSUME_TIME,
+    SHARDING_KEY,
+    TAGS,
+    TIMER_DELIVER_MS,
+    UNIQ_KEY,
+)
 
 from ..queues import MessageQueue
 from ..sink_rows import CheckedRows, as_binary, list_values
@@ -47,6 +56,7 @@ __all__ = [
     "encode_request",
     "field_bytes",
     "message_headers",
+    "proxy_batch_sizes",
     "queue_id_field",
     "resource_bytes",
     "timestamp_bytes",
@@ -146,6 +156,76 @@ def encode_request(
     return b"".join(parts)
 
 
+# ------------------------------------------------------------------------------------------ proxy batches
+#: A RocketMQ proxy forwards a v2 SendMessageRequest to its broker as one remoting batch, each message a
+#: record of 20 bytes of fixed fields, the body, a 2-byte length and the properties the proxy writes
+#: (apache/rocketmq `proxy/.../producer/SendMessageActivity.buildMessageProperty`; 5.5.0 also writes the born
+#: timestamp and host, and TAGS even when empty). The broker refuses a batch body over its maxMessageSize
+#: (4 MiB by default: "message body size exceeded"), and the record is larger than the message's v2
+#: encoding, so `batchBytes` counts each message at `proxy_batch_sizes`.
+_RECORD_FIXED = 22
+_PROXY_HOST = 47  # __BORNHOST: the client's address as the proxy sees it, reserved at IPv6's longest
+_MS_DIGITS = 13  # epoch milliseconds, until the year 2286
+_PROXY_FIXED = sum(
+    len(name) + 2 + size
+    for name, size in (
+        (RECONSUME_TIME, 1),
+        ("BORN_TIMESTAMP", _MS_DIGITS),
+        ("__BORNHOST", _PROXY_HOST),
+        (UNIQ_KEY, 32),
+        (PGROUP, 0),  # + the topic's stored name
+        (TAGS, 0),  # + the tag
+    )
+)
+
+
+def _lengths_or_zero(col: pa.Array) -> np.ndarray:
+    """UTF-8 byte length of each string (0 for null)."""
+    return pc.fill_null(pc.binary_length(col), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _list_bytes(values: pa.Array, offsets: np.ndarray, per_item: int) -> np.ndarray:
+    """Per row of a list column (values flattened, `offsets` n+1): the bytes of its items + `per_item` each."""
+    sizes = _lengths_or_zero(values) + per_item
+    cum = np.zeros(len(sizes) + 1, np.int64)
+    np.cumsum(sizes, out=cum[1:])
+    return cum[offsets[1:]] - cum[offsets[:-1]]
+
+
+def proxy_batch_sizes(rows: CheckedRows, stored_topic: str) -> np.ndarray:
+    """Each message's size in the remoting batch a RocketMQ proxy builds from the v2 request (see above);
+    `stored_topic` is the topic's name on the broker (with its namespace)."""
+    n = len(rows)
+    props = np.full(n, _PROXY_FIXED + len(stored_topic.encode()), np.int64)
+    if rows.tags is not None:
+        props += _lengths_or_zero(rows.tags)
+    if rows.keys is not None:
+        if pa.types.is_list(rows.keys.type) or pa.types.is_large_list(rows.keys.type):
+            flat, off = list_values(rows.keys.values, rows.keys.offsets)
+            joined = _list_bytes(flat, off, 1) - 1  # keys joined by single spaces; -1: no key
+        else:
+            joined = np.where(
+                rows.keys.is_valid().to_numpy(zero_copy_only=False), _lengths_or_zero(rows.keys), -1
+            )
+        props += np.where(joined >= 0, joined + len(KEYS) + 2, 0)
+    if rows.properties is not None:
+        keys, off = list_values(rows.properties.keys, rows.properties.offsets)
+        items, _ = list_values(rows.properties.items, rows.properties.offsets)
+        props += _list_bytes(keys, off, 1) + _list_bytes(items, off, 1)
+    if rows.groups is not None:
+        group = _lengths_or_zero(rows.groups)
+        props += np.where(
+            rows.groups.is_valid().to_numpy(zero_copy_only=False), group + len(SHARDING_KEY) + 2, 0
+        )
+    if rows.delivery_us is not None:
+        props += np.where(
+            rows.delivery_us.is_valid().to_numpy(zero_copy_only=False),
+            len(TIMER_DELIVER_MS) + 2 + _MS_DIGITS,
+            0,
+        )
+    return _RECORD_FIXED + rows.body_sizes + props
+
+
 # ------------------------------------------------------------------------------------------ messages
 # v2 enum numbers (definition.proto): Encoding.IDENTITY, MessageType.NORMAL / FIFO / DELAY.
 _IDENTITY, _NORMAL, _FIFO, _DELAY = 1, 1, 2, 3
@@ -212,8 +292,9 @@ class GrpcEncodedRows(EncodedRows):
         headers: list[bytes],
         sp_headers: bytes | list[bytes],
         sizes: np.ndarray,
+        batch_sizes: np.ndarray | None = None,
     ) -> None:
-        super().__init__(checked, sizes)
+        super().__init__(checked, sizes, batch_sizes)
         self.topic_field = topic_field
         self.cores = cores  # SystemProperties without queue_id
         self.tails = tails  # user property fields + the body's key and length
@@ -261,6 +342,10 @@ class GrpcSendEncoder(SendEncoder):
         if f is None:
             f = self._topic_fields[topic] = resource_bytes(topic, self.namespace)
         return f
+
+    def stored_topic(self, topic: str) -> str:
+        """The topic's name on the broker: `namespace%topic` under a namespace."""
+        return f"{self.namespace}%{topic}" if self.namespace else topic
 
     def _ids(self, n: int) -> bytes:
         """The next `n` message-id counters as 16 upper-case hex digits each, concatenated."""
@@ -320,7 +405,17 @@ class GrpcSendEncoder(SendEncoder):
         topic_field = self._topic_field(rows.topic)
         headers, sp_headers, sizes = message_headers(topic_field, core_sizes, tail_sizes, QUEUE_FIELD_SIZE)
         return GrpcEncodedRows(
-            rows, topic_field, cores, tails, bodies, core_sizes, tail_sizes, headers, sp_headers, sizes
+            rows,
+            topic_field,
+            cores,
+            tails,
+            bodies,
+            core_sizes,
+            tail_sizes,
+            headers,
+            sp_headers,
+            sizes,
+            np.maximum(sizes, proxy_batch_sizes(rows, self.stored_topic(rows.topic))),
         )
 
 
@@ -411,6 +506,7 @@ class PlainEncodedRows(EncodedRows):
         n = len(checked)
         self._encoder, self._hex_ids = encoder, hex_ids
         self.topic_field = topic_field = encoder._topic_field(checked.topic)
+        stored = encoder.stored_topic(checked.topic)
         bodies = checked.bodies
         if not pa.types.is_binary(bodies.type):
             bodies = bodies.cast(pa.binary())
@@ -426,7 +522,8 @@ class PlainEncodedRows(EncodedRows):
         )
         if n and body_sizes[0] == body_sizes[-1] and (body_sizes == body_sizes[0]).all():
             self._one_size(bodies, int(body_sizes[0]), head, ids, after_id)
-            super().__init__(checked, np.diff(self._starts))
+            sizes = np.diff(self._starts)
+            super().__init__(checked, sizes, np.maximum(sizes, proxy_batch_sizes(checked, stored)))
             return
         totals = (
             len(head) + 16 + len(after_id) + QUEUE_FIELD_SIZE + 1 + _varint_sizes(body_sizes) + body_sizes
@@ -447,7 +544,8 @@ class PlainEncodedRows(EncodedRows):
         header_sizes = np.diff(np.frombuffer(headers.buffers()[1], np.int32, n + 1)).astype(np.int64)
         # Position of each message's queue-id value byte.
         self._queue_pos = offsets[:-1] + header_sizes + len(head) + 16 + len(after_id) + 1
-        super().__init__(checked, np.diff(offsets))
+        sizes = np.diff(offsets)
+        super().__init__(checked, sizes, np.maximum(sizes, proxy_batch_sizes(checked, stored)))
 
     def _one_size(self, bodies: pa.Array, size: int, head: bytes, ids: pa.Array, after_id: bytes) -> None:
         """The same bytes for bodies of one size: every message has one width, so they are the rows of one

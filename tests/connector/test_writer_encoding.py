@@ -29,6 +29,7 @@ from connector.clients.grpc_v2_send import (
     GrpcSendEncoder,
     PlainEncodedRows,
     encode_request,
+    proxy_batch_sizes,
     queue_id_field,
     timestamp_bytes,
     varint,
@@ -36,7 +37,8 @@ from connector.clients.grpc_v2_send import (
 )
 from connector.errors import OptionError, SinkInputError
 from connector.options import parse_writer_options
-from connector.producer import Producer, _Request, describe_rows
+from connector.producer import Producer, TopicRoute, _Request, describe_rows
+from connector.queue_selector import LatencyFaultTolerance, QueueSelector, TopicPublishInfo
 from connector.queues import MessageQueue
 from connector.send_stats import SendStats
 from connector.sink_rows import RowChecker
@@ -45,6 +47,7 @@ from connector.writer import RocketMQBatchWriter, RocketMQCommitMessage, RocketM
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from rocketmq_protocol.grpc_v2 import service_pb2 as s
 from rocketmq_protocol.hashing import guava_consistent_hash, java_string_hash
+from rocketmq_protocol.remoting.properties import encode_properties
 from rocketmq_protocol.send_rules import (
     MAX_PROPERTIES_BYTES,
     group_problem,
@@ -157,6 +160,70 @@ def test_every_column_encodes_like_the_generated_classes() -> None:
     )
     assert dl.message_type == d.DELAY and dl.delivery_timestamp.ToMilliseconds() == NOW_MS + 5000
     assert len({m.system_properties.message_id for m in msgs}) == 3
+
+
+def proxy_record_size(m: d.Message, stored_topic: str) -> int:
+    """The record of a parsed v2 message in the remoting batch Apache's 5.5.0 proxy forwards (20 bytes of
+    fixed fields, the body, 2 bytes of properties length, the properties it writes; the client's address
+    as long as an IPv6 address can be)."""
+    sp = m.system_properties
+    props = {
+        "RECONSUME_TIME": "0",
+        "BORN_TIMESTAMP": str(sp.born_timestamp.ToMilliseconds()),
+        "__BORNHOST": "f" * 47,
+        "UNIQ_KEY": sp.message_id,
+        "PGROUP": stored_topic,
+        "TAGS": sp.tag,
+        "KEYS": " ".join(sp.keys) if len(sp.keys) else None,
+        **dict(m.user_properties),
+        "__SHARDINGKEY": sp.message_group if sp.HasField("message_group") else None,
+        "TIMER_DELIVER_MS": (
+            str(sp.delivery_timestamp.ToMilliseconds()) if sp.HasField("delivery_timestamp") else None
+        ),
+    }
+    return 22 + len(m.body) + len(encode_properties(props).encode())
+
+
+@pytest.mark.parametrize("namespace", ["", "ns"])
+def test_batch_bytes_count_each_message_as_the_proxys_batch_record(namespace: str) -> None:
+    """A proxy forwards the request as a remoting batch whose records are larger than the v2 messages, and
+    the broker refuses a batch body over 4 MiB: `batch_sizes` is the larger of the two per message (every
+    column, and the plain path's bodies of one size and of several)."""
+    stored = f"{namespace}%T" if namespace else "T"
+    full = batch(
+        body=pa.array([b"a", b"bb", b"\x00\xff" * 100, "é".encode() * 900], pa.binary()),
+        tags=pa.array(["TagA", None, "TagC", "é"]),
+        keys=pa.array([["k1", "k2"], None, [], ["k"]], pa.list_(pa.string())),
+        properties=pa.array([[("p", "1"), ("q", "")], [], None, [("é", "ü")]], MAP),
+        messageGroup=pa.array([None, "g1", None, None]),
+        deliveryTimestamp=pa.array([None, None, (NOW_MS + 5000) * 1000, None], TS),
+    )
+    string_keys = batch(body=pa.array([b"x" * 10, b"y"]), keys=pa.array(["order-1", None]))
+    one_size = batch(body=pa.array([b"z" * 300] * 3))
+    several = batch(body=pa.array([b"z" * 30, b"z" * 3000]))
+    for b in (full, string_keys, one_size, several):
+        [rows] = encoder(layout_of(b), namespace=namespace).encode(b, 0)
+        data = rows.payload(slice(0, len(rows)), MessageQueue("T", "b", 3))
+        msgs = s.SendMessageRequest.FromString(data).messages
+        expected = [proxy_record_size(m, stored) for m in msgs]
+        assert proxy_batch_sizes(rows.checked, stored).tolist() == expected
+        assert rows.batch_sizes.tolist() == np.maximum(rows.sizes, expected).tolist()
+        assert (rows.batch_sizes > rows.sizes).any()
+
+
+def test_requests_are_cut_at_batch_bytes_of_batch_sizes() -> None:
+    """The producer cuts requests by `batch_sizes` (here larger than the v2 encoding), not by `sizes`."""
+    b = batch(body=pa.array([b"%08d" % i for i in range(100)]))
+    [rows] = encoder(layout_of(b)).encode(b, 0)
+    per = int(rows.batch_sizes[0])
+    assert (rows.batch_sizes == per).all() and per > int(rows.sizes.max())
+    p = _producer(batchBytes=str(10 * per))
+    queue = MessageQueue("T", "b", 0)
+    selector = QueueSelector(TopicPublishInfo((queue,)), False, tolerance=LatencyFaultTolerance())
+    route = TopicRoute("T", (queue,), {"b": "127.0.0.1:1"}, selector, 0.0)
+    requests = list(p._requests(rows, route))
+    assert [(r.idx.start, r.idx.stop) for r in requests] == [(i, i + 10) for i in range(0, 100, 10)]
+    assert [r.nbytes for r in requests] == [int(rows.sizes[i : i + 10].sum()) for i in range(0, 100, 10)]
 
 
 def test_string_body_and_string_keys() -> None:
