@@ -80,6 +80,9 @@ class ClusterConfig:
     advertised_host: str | None = None
     auto_create_topics: bool = False
     max_body_size: int = DEFAULT_MAX_BODY_SIZE
+    # A broker's maxMessageSize as it limits a batch: the body of a remoting batch, or of the batch a proxy
+    # forwards for a multi-message v2 request (RocketMQ's default 4 MiB, as a body's).
+    max_batch_bytes: int = DEFAULT_MAX_BODY_SIZE
     flush: str = "sync"
     retention_messages: int | None = None
     retention_hours: float | None = None

@@ -107,13 +107,16 @@ def send(
     explicit_queue: bool,
     producer: str,
     proxy_checks: bool = True,
+    batch_bytes: int | None = None,
 ) -> tuple[SendResult, int]:
     """Checks and stores the request's messages on `broker` (topic = the stored name). Returns the result
     and the store position to await for durability; raises BrokerError with nothing stored.
 
     `proxy_checks`: the message rules of RocketMQ 5's proxy (tags, keys, user properties, message group,
     delivery time, the topic's message type), as gRPC clients meet them; False for clients that talk to
-    brokers directly (remoting), which check only the body."""
+    brokers directly (remoting), which check only the body. `batch_bytes`: the body of the batch the broker
+    stores (a remoting batch's, or the one a proxy forwards for a v2 request), refused over
+    `max_batch_bytes` as a broker refuses it ("message body size exceeded")."""
     if not cols.n:
         raise BrokerError(ErrorKind.MESSAGE_CORRUPTED, "the request holds no message")
     if not cluster.ensure_topic(topic):
@@ -128,6 +131,12 @@ def send(
         )
     if broker.faults.send_fails():
         raise BrokerError(ErrorKind.INTERNAL, f"{broker.name}: injected send failure")
+    if batch_bytes is not None and batch_bytes > cluster.config.max_batch_bytes:
+        raise BrokerError(
+            ErrorKind.INTERNAL,
+            f"message body size exceeded: a batch of {cols.n} messages is {batch_bytes} bytes as the broker "
+            f"stores it, over its limit of {cluster.config.max_batch_bytes}",
+        )
     now = int(time.time() * 1000)
     types = message_types(cols)
     max_body = cluster.config.max_body_size

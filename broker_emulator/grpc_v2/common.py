@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+from urllib.parse import unquote
 
 import grpc
 
@@ -51,6 +52,17 @@ def polling_timeout(requested_s: float, context: grpc.aio.ServicerContext, margi
 
 def client_id(context: grpc.aio.ServicerContext) -> str:
     return metadata(context).get(CLIENT_ID_HEADER, "").strip()
+
+
+def peer_host(context: grpc.aio.ServicerContext) -> str:
+    """The client's address without its port, as a RocketMQ proxy records it ("ipv4:1.2.3.4:5" → "1.2.3.4",
+    "ipv6:[::1]:5" → "::1"); "" when gRPC does not say."""
+    peer = context.peer() or ""
+    kind, _, rest = peer.partition(":")
+    if kind not in ("ipv4", "ipv6"):
+        return ""
+    host = rest.rpartition(":")[0]
+    return unquote(host).strip("[]")
 
 
 def client_id_required() -> d.Status:

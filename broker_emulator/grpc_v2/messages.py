@@ -16,6 +16,7 @@ from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from rocketmq_protocol.grpc_v2 import service_pb2 as s
 from rocketmq_protocol.limits import RESERVED_PROPERTY_KEYS
 from rocketmq_protocol.protobuf_wire import varint
+from rocketmq_protocol.send_rules import proxy_record_sizes
 
 from ..core.send_columns import SendColumns, _all
 
@@ -417,3 +418,44 @@ def warm_up() -> None:
     result, _ = send(cluster, cluster.brokers[0], "warm-up", cols, explicit_queue=False, producer="warm-up")
     send_response_bytes(result.message_ids, result.offsets)
     _warmed = True
+
+
+def _byte_lengths(values: list | pa.Array) -> np.ndarray:
+    """UTF-8 byte length of each str/bytes of a column given as a list or an Arrow array (0 for None)."""
+    if isinstance(values, pa.Array):
+        if not values.null_count and (pa.types.is_binary(values.type) or pa.types.is_string(values.type)):
+            offsets = np.frombuffer(values.buffers()[1], np.int32, len(values) + 1, values.offset * 4)
+            return np.diff(offsets).astype(np.int64)
+        return pc.fill_null(pc.binary_length(values), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+    return np.fromiter(
+        (len(v.encode() if isinstance(v, str) else v or b"") for v in values), np.int64, len(values)
+    )
+
+
+def proxy_batch_bytes(cols: SendColumns, stored_topic: str, peer_host: str) -> int:
+    """The body of the remoting batch a RocketMQ proxy forwards to its broker for this request's messages
+    (`rocketmq_protocol.send_rules.proxy_record_sizes`), which the broker checks against its limit."""
+    n = cols.n
+    keys = user = group = delivery = None
+    if cols.keys is not None:
+        keys = np.fromiter((len(" ".join(k).encode()) if k else -1 for k in cols.keys), np.int64, n)
+    if cols.properties is not None:
+        user = np.fromiter(
+            (sum(len(k.encode()) + len(v.encode()) + 2 for k, v in p) for p in cols.properties), np.int64, n
+        )
+    if cols.message_group is not None:
+        group = np.fromiter((-1 if g is None else len(g.encode()) for g in cols.message_group), np.int64, n)
+    if cols.delivery_timestamp is not None:
+        delivery = np.fromiter((t is not None for t in cols.delivery_timestamp), bool, n)
+    sizes = proxy_record_sizes(
+        _byte_lengths(cols.body) if isinstance(cols.body, pa.Array) else np.asarray(cols.body_size, np.int64),
+        _byte_lengths(cols.message_id),
+        stored_topic,
+        len(peer_host.encode()),
+        tag=None if cols.tag is None else _byte_lengths(cols.tag),
+        keys=keys,
+        user=user,
+        group=group,
+        delivery=delivery,
+    )
+    return int(sizes.sum())

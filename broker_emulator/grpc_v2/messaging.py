@@ -36,13 +36,20 @@ from .common import (
     client_id,
     duration_seconds,
     metadata,
+    peer_host,
     polling_timeout,
     refusal,
     rpc,
     status,
 )
 from .consumption import ConsumptionRpcs
-from .messages import send_columns, send_response_bytes, table_to_messages, wrap_namespace
+from .messages import (
+    proxy_batch_bytes,
+    send_columns,
+    send_response_bytes,
+    table_to_messages,
+    wrap_namespace,
+)
 from .uniform_send import uniform_send
 
 log = logging.getLogger(__name__)
@@ -340,13 +347,15 @@ class MessagingService(ConsumptionRpcs, service_pb2_grpc.MessagingServiceService
                         f"message #{i} is for topic {m.topic.name!r}, message #0 for {first.name!r}",
                     )
         explicit = metadata(context).get(EXPLICIT_QUEUE_HEADER, "").lower() == "true"
+        stored = wrap_namespace(first)
         result, end = send(
             self.cluster,
             self.broker,
-            wrap_namespace(first),
+            stored,
             cols,
             explicit_queue=explicit,
             producer=client_id(context),
+            batch_bytes=proxy_batch_bytes(cols, stored, peer_host(context)) if cols.n > 1 else None,
         )
         await self.store.wait_durable(end)
         return result

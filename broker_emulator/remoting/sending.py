@@ -91,6 +91,7 @@ async def send_message(self: RemotingBroker, conn: Connection, cmd: RemotingComm
         explicit_queue=explicit,
         producer=h.producer_group,
         proxy_checks=False,  # a broker checks only the body (docs/deviations.md, "Remoting")
+        batch_bytes=len(cmd.body or b"") if batch else None,
     )
     await store.wait_durable(end)
     # Where each message went: its queue, the timer topic (delayed) or the half topic (transactional).

@@ -33,15 +33,7 @@ import pyarrow.compute as pc
 
 from rocketmq_protocol.arrow_values import binary_scalar, fixed_width_rows
 from rocketmq_protocol.protobuf_wire import field_bytes, varint, varint_size
-from rocketmq_protocol.remoting.properties import (
-    KEYS,
-    PGROUP,
-    RECONSUME_TIME,
-    SHARDING_KEY,
-    TAGS,
-    TIMER_DELIVER_MS,
-    UNIQ_KEY,
-)
+from rocketmq_protocol.send_rules import BORN_HOST_RESERVED, proxy_record_sizes
 
 from ..queues import MessageQueue
 from ..sink_rows import CheckedRows, as_binary, list_values
@@ -157,28 +149,6 @@ def encode_request(
 
 
 # ------------------------------------------------------------------------------------------ proxy batches
-#: A RocketMQ proxy forwards a v2 SendMessageRequest to its broker as one remoting batch, each message a
-#: record of 20 bytes of fixed fields, the body, a 2-byte length and the properties the proxy writes
-#: (apache/rocketmq `proxy/.../producer/SendMessageActivity.buildMessageProperty`; 5.5.0 also writes the born
-#: timestamp and host, and TAGS even when empty). The broker refuses a batch body over its maxMessageSize
-#: (4 MiB by default: "message body size exceeded"), and the record is larger than the message's v2
-#: encoding, so `batchBytes` counts each message at `proxy_batch_sizes`.
-_RECORD_FIXED = 22
-_PROXY_HOST = 47  # __BORNHOST: the client's address as the proxy sees it, reserved at IPv6's longest
-_MS_DIGITS = 13  # epoch milliseconds, until the year 2286
-_PROXY_FIXED = sum(
-    len(name) + 2 + size
-    for name, size in (
-        (RECONSUME_TIME, 1),
-        ("BORN_TIMESTAMP", _MS_DIGITS),
-        ("__BORNHOST", _PROXY_HOST),
-        (UNIQ_KEY, 32),
-        (PGROUP, 0),  # + the topic's stored name
-        (TAGS, 0),  # + the tag
-    )
-)
-
-
 def _lengths_or_zero(col: pa.Array) -> np.ndarray:
     """UTF-8 byte length of each string (0 for null)."""
     return pc.fill_null(pc.binary_length(col), 0).to_numpy(zero_copy_only=False).astype(np.int64)
@@ -192,38 +162,38 @@ def _list_bytes(values: pa.Array, offsets: np.ndarray, per_item: int) -> np.ndar
     return cum[offsets[1:]] - cum[offsets[:-1]]
 
 
+def _valid(col: pa.Array) -> np.ndarray:
+    return col.is_valid().to_numpy(zero_copy_only=False)
+
+
 def proxy_batch_sizes(rows: CheckedRows, stored_topic: str) -> np.ndarray:
-    """Each message's size in the remoting batch a RocketMQ proxy builds from the v2 request (see above);
-    `stored_topic` is the topic's name on the broker (with its namespace)."""
-    n = len(rows)
-    props = np.full(n, _PROXY_FIXED + len(stored_topic.encode()), np.int64)
-    if rows.tags is not None:
-        props += _lengths_or_zero(rows.tags)
+    """Each message's record in the remoting batch a RocketMQ proxy forwards for the v2 request
+    (`rocketmq_protocol.send_rules.proxy_record_sizes`; the born host at its longest), which the broker
+    checks against its maxMessageSize: `batchBytes` counts a message at this size where it is larger."""
+    keys = user = group = None
     if rows.keys is not None:
         if pa.types.is_list(rows.keys.type) or pa.types.is_large_list(rows.keys.type):
             flat, off = list_values(rows.keys.values, rows.keys.offsets)
-            joined = _list_bytes(flat, off, 1) - 1  # keys joined by single spaces; -1: no key
+            keys = _list_bytes(flat, off, 1) - 1  # joined by single spaces; -1: no key
         else:
-            joined = np.where(
-                rows.keys.is_valid().to_numpy(zero_copy_only=False), _lengths_or_zero(rows.keys), -1
-            )
-        props += np.where(joined >= 0, joined + len(KEYS) + 2, 0)
+            keys = np.where(_valid(rows.keys), _lengths_or_zero(rows.keys), -1)
     if rows.properties is not None:
-        keys, off = list_values(rows.properties.keys, rows.properties.offsets)
-        items, _ = list_values(rows.properties.items, rows.properties.offsets)
-        props += _list_bytes(keys, off, 1) + _list_bytes(items, off, 1)
+        names, off = list_values(rows.properties.keys, rows.properties.offsets)
+        values, _ = list_values(rows.properties.items, rows.properties.offsets)
+        user = _list_bytes(names, off, 1) + _list_bytes(values, off, 1)
     if rows.groups is not None:
-        group = _lengths_or_zero(rows.groups)
-        props += np.where(
-            rows.groups.is_valid().to_numpy(zero_copy_only=False), group + len(SHARDING_KEY) + 2, 0
-        )
-    if rows.delivery_us is not None:
-        props += np.where(
-            rows.delivery_us.is_valid().to_numpy(zero_copy_only=False),
-            len(TIMER_DELIVER_MS) + 2 + _MS_DIGITS,
-            0,
-        )
-    return _RECORD_FIXED + rows.body_sizes + props
+        group = np.where(_valid(rows.groups), _lengths_or_zero(rows.groups), -1)
+    return proxy_record_sizes(
+        rows.body_sizes,
+        32,  # the encoder's message ids
+        stored_topic,
+        BORN_HOST_RESERVED,
+        tag=None if rows.tags is None else _lengths_or_zero(rows.tags),
+        keys=keys,
+        user=user,
+        group=group,
+        delivery=None if rows.delivery_us is None else _valid(rows.delivery_us),
+    )
 
 
 # ------------------------------------------------------------------------------------------ messages

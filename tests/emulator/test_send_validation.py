@@ -106,6 +106,14 @@ CASES: list[tuple[str, Callable[[str], list[d.Message]], int, bool]] = [
         d.ILLEGAL_DELIVERY_TIME,
         False,
     ),
+    # A RocketMQ proxy forwards a request as one remoting batch (each record the body and ~150 bytes of
+    # properties); the broker refuses one over 4 MiB (tests/real/conformance.py, send_batch_limit).
+    (
+        "batch-over-the-brokers-limit",
+        lambda t: [_msg(t, body=b"x" * 1000) for _ in range(4200)],
+        d.INTERNAL_SERVER_ERROR,
+        False,
+    ),
     # A request is all or nothing: a valid first message is not stored when a later one is rejected.
     ("second-message-empty-body", lambda t: [_msg(t), _msg(t, body=b"")], d.MESSAGE_BODY_EMPTY, False),
     ("second-message-bad-tag", lambda t: [_msg(t), _msg(t, tag="a|b")], d.ILLEGAL_MESSAGE_TAG, True),

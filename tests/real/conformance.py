@@ -504,6 +504,19 @@ def send_validation(c: V2Client) -> dict:
     return {case: _send_case(c, t, build) for case, build in INVALID_SENDS.items()}
 
 
+@scenario("grpc", "remoting")
+def send_batch_limit(c: V2Client) -> dict:
+    """The proxy forwards a multi-message request as one remoting batch (each record the body and ~150
+    bytes of properties): 3,000 × 1,000-byte bodies fit the broker's 4 MiB and are stored, 4,200 are
+    refused ("message body size exceeded")."""
+    t = fresh_topic(c, "NORMAL", 2)
+    out = {}
+    for case, n in (("under_4_mib", 3000), ("over_4_mib", 4200)):
+        result = _send_case(c, t, lambda t, n=n: [message(t, b"x" * 1000) for _ in range(n)])
+        out[case] = result.get("status", result)
+    return out
+
+
 @scenario("grpc")
 def send_without_client_id(c: V2Client) -> dict:
     """Every RPC needs the x-mq-client-id header."""

@@ -209,6 +209,14 @@ def send_refusals(c: Session) -> dict:
     out["batch_to_retry_topic"] = name(
         b.send_message("%RETRY%g", encode_batch([b"x"], [""]), code=Q.SEND_BATCH_MESSAGE).code
     )
+    # A batch body of exactly maxMessageSize (4 MiB: 4,096 records of 1,024 bytes) is stored; one byte more
+    # is refused ("message body size exceeded").
+    records = [b"y" * 1002] * 4096
+    out["batch_of_4_mib"] = name(
+        b.send_message(t, encode_batch(records, [""] * 4096), code=Q.SEND_BATCH_MESSAGE).code
+    )
+    over = encode_batch([*records[:-1], b"y" * 1003], [""] * 4096)
+    out["batch_over_4_mib"] = name(b.send_message(t, over, code=Q.SEND_BATCH_MESSAGE).code)
     out["missing_header_field"] = name(b.call(Q.SEND_MESSAGE_V2, {"b": t}).code)
     auto = f"auto-{uuid.uuid4().hex[:8]}"
     out["unknown_topic_auto_created"] = name(b.send_message(auto, b"x").code)
@@ -592,6 +600,11 @@ DEVIATIONS: dict[str, dict[str, dict[str, tuple[Any, Any, str]]]] = {
                 "MESSAGE_ILLEGAL",
                 "SUCCESS",
                 _V4 + " (5.x refuses batches to retry topics)",
+            ),
+            "batch_over_4_mib": (
+                "SYSTEM_ERROR",
+                "MESSAGE_ILLEGAL",
+                _V4 + " (both refuse it; 5.x as SYSTEM_ERROR)",
             ),
         },
         "pull_statuses": {

@@ -15,3 +15,6 @@ class V2Context:
 
     def time_remaining(self) -> float:
         return 10.0
+
+    def peer(self) -> str:
+        return "ipv4:127.0.0.1:50000"
