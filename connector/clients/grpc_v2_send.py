@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rocketmq_protocol.arrow_values import binary_scalar, fixed_width_rows
+from rocketmq_protocol.names import wrap_namespace
 from rocketmq_protocol.protobuf_wire import field_bytes, varint, varint_size
 from rocketmq_protocol.send_rules import BORN_HOST_RESERVED, proxy_record_sizes
 
@@ -313,10 +314,6 @@ class GrpcSendEncoder(SendEncoder):
             f = self._topic_fields[topic] = resource_bytes(topic, self.namespace)
         return f
 
-    def stored_topic(self, topic: str) -> str:
-        """The topic's name on the broker: `namespace%topic` under a namespace."""
-        return f"{self.namespace}%{topic}" if self.namespace else topic
-
     def _ids(self, n: int) -> bytes:
         """The next `n` message-id counters as 16 upper-case hex digits each, concatenated."""
         hex_ids = np.arange(self._seq, self._seq + n, dtype=">u8").tobytes().hex().upper().encode()
@@ -385,7 +382,7 @@ class GrpcSendEncoder(SendEncoder):
             headers,
             sp_headers,
             sizes,
-            np.maximum(sizes, proxy_batch_sizes(rows, self.stored_topic(rows.topic))),
+            np.maximum(sizes, proxy_batch_sizes(rows, wrap_namespace(rows.topic, self.namespace))),
         )
 
 
@@ -476,7 +473,7 @@ class PlainEncodedRows(EncodedRows):
         n = len(checked)
         self._encoder, self._hex_ids = encoder, hex_ids
         self.topic_field = topic_field = encoder._topic_field(checked.topic)
-        stored = encoder.stored_topic(checked.topic)
+        stored = wrap_namespace(checked.topic, encoder.namespace)
         bodies = checked.bodies
         if not pa.types.is_binary(bodies.type):
             bodies = bodies.cast(pa.binary())

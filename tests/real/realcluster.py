@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import re
 import signal
 import socket
@@ -157,12 +158,24 @@ def fetch(version: str, timeout: float = 1500.0, log: Path | None = None) -> Dis
 # ----------------------------------------------------------------------------------------------- helpers
 def free_broker_port() -> int:
     """A broker listenPort P whose neighbours are free too: the broker also binds P-2 (the "fast"/VIP
-    remoting server) and P+1 (HA)."""
+    remoting server) and P+1 (HA). P is taken below the kernel's ephemeral port range where it can: a
+    broker restarted on its port then cannot find one of them taken as the local port of some client's
+    connection (a 5.5.0 broker once exited on restart with "Address already in use" on P+1)."""
+    low = ephemeral_port_floor()
+    rng = random.Random()
     for _ in range(200):
-        p = free_port()
+        p = rng.randrange(10_002, low - 2) if low > 12_000 else free_port()
         if p > 1026 and p < 65534 and all(bindable(q) for q in (p - 2, p - 1, p, p + 1)):
             return p
     raise RuntimeError("no free port with free neighbours")
+
+
+def ephemeral_port_floor() -> int:
+    """The lowest port the kernel hands out to connect() and bind(0) (32768 where it cannot be read)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32_768
 
 
 def remoting_call(
@@ -215,6 +228,7 @@ def remoting_call(
 
 # Remoting request codes (org.apache.rocketmq.remoting.protocol.RequestCode).
 UPDATE_AND_CREATE_TOPIC = 17
+GET_MAX_OFFSET = 30
 GET_ROUTEINFO_BY_TOPIC = 105
 GET_BROKER_CLUSTER_INFO = 106
 UPDATE_AND_CREATE_SUBSCRIPTIONGROUP = 200
@@ -226,6 +240,19 @@ def broker_registered(namesrv: str, broker_addr: str) -> bool:
     except (OSError, ValueError):
         return False
     return head.get("code") == 0 and f'"{broker_addr}"' in body.decode("utf-8", "replace")
+
+
+def wait_max_offset(broker_addr: str, topic: str, queue_id: int, at_least: int, timeout: float) -> int:
+    """The queue's max offset once it reaches `at_least`, or the last one seen after `timeout` s. A broker
+    acknowledges a send once the commit log has it; the queue's index (what a reader can see) follows a
+    moment later, longer on busy cores."""
+    deadline = time.monotonic() + timeout
+    while True:
+        head, _ = remoting_call(broker_addr, GET_MAX_OFFSET, {"topic": topic, "queueId": str(queue_id)})
+        got = int(head["extFields"]["offset"])
+        if got >= at_least or time.monotonic() > deadline:
+            return got
+        time.sleep(0.2)
 
 
 def topic_status_total(out: str) -> int:

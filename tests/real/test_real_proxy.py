@@ -148,6 +148,8 @@ def test_writer_batches_cut_by_batch_bytes_fit_the_brokers_limit_after_the_proxy
     # (TOO_MANY_REQUESTS) at first; the default 3 s budget of a send's retries can run out on it.
     writer.options(sendMsgTimeoutMs="30000", **options).mode("append").save()
     wrote_s = time.monotonic() - t0
+    indexed_now = rc.wait_max_offset(rocketmq5.broker_addr, topic, 0, 0, 0)
+    indexed = rc.wait_max_offset(rocketmq5.broker_addr, topic, 0, rows, 60)
     back = (
         spark.read.format("rocketmq")
         .option("nameServer", rocketmq5.namesrv)
@@ -159,8 +161,10 @@ def test_writer_batches_cut_by_batch_bytes_fit_the_brokers_limit_after_the_proxy
     counts = back.agg(F.count("*").alias("n"), F.countDistinct("i").alias("distinct")).first()
     rc.evidence(
         f"writer -> real proxy {rc.ROCKETMQ5_VERSION}: {rows:,} rows of {body_bytes}-byte bodies {options or ''} "
-        f"in {wrote_s:.1f} s; read back over nameServer: {counts['n']:,} rows, {counts['distinct']:,} distinct"
+        f"in {wrote_s:.1f} s; queue max offset {indexed_now:,} at once, {indexed:,} after waiting; "
+        f"read back over nameServer: {counts['n']:,} rows, {counts['distinct']:,} distinct"
     )
+    assert indexed == rows, f"the broker indexed {indexed:,} of the {rows:,} acknowledged messages"
     assert counts["n"] == rows and counts["distinct"] == rows
     assert back.filter(F.col("tags") != "TagA").count() == 0
 
