@@ -48,6 +48,8 @@ def test_a_write_rides_through_the_brokers_flow_control(spark: SparkSession, bus
     t0 = time.monotonic()
     df.write.format("rocketmq").options(**opts).mode("append").save()
     took = time.monotonic() - t0
+    indexed = rc.wait_indexed(busy_broker.broker_addr, topic, 8, TASK_ROWS + SPARK_ROWS, 60)
+    assert indexed == TASK_ROWS + SPARK_ROWS, f"the broker indexed {indexed:,} acknowledged messages"
     got = spark.read.format("rocketmq").options(**opts).load()
     back = got.agg(F.count("*").alias("n"), F.countDistinct("body").alias("distinct")).first()
     rc.evidence(

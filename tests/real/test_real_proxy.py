@@ -148,8 +148,8 @@ def test_writer_batches_cut_by_batch_bytes_fit_the_brokers_limit_after_the_proxy
     # (TOO_MANY_REQUESTS) at first; the default 3 s budget of a send's retries can run out on it.
     writer.options(sendMsgTimeoutMs="30000", **options).mode("append").save()
     wrote_s = time.monotonic() - t0
-    indexed_now = rc.wait_max_offset(rocketmq5.broker_addr, topic, 0, 0, 0)
-    indexed = rc.wait_max_offset(rocketmq5.broker_addr, topic, 0, rows, 60)
+    indexed_now = rc.wait_indexed(rocketmq5.broker_addr, topic, 1, 0, 0)
+    indexed = rc.wait_indexed(rocketmq5.broker_addr, topic, 1, rows, 60)
     back = (
         spark.read.format("rocketmq")
         .option("nameServer", rocketmq5.namesrv)
