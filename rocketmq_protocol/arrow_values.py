@@ -101,6 +101,20 @@ def value_offsets(arr: pa.Array) -> np.ndarray:
     return np.frombuffer(arr.buffers()[1], dtype=np.int32)[arr.offset : arr.offset + len(arr) + 1]
 
 
+def byte_lengths(arr: pa.Array) -> np.ndarray:
+    """The byte length of each value of a string/binary array as int64, 0 for a null."""
+    if arr.null_count == len(arr):  # also no rows; an all-null array may have no offsets buffer
+        return np.zeros(len(arr), np.int64)
+    if pa.types.is_large_binary(arr.type) or pa.types.is_large_string(arr.type):
+        offsets = np.frombuffer(arr.buffers()[1], np.int64)[arr.offset : arr.offset + len(arr) + 1]
+    else:
+        offsets = value_offsets(arr)
+    lengths = np.diff(offsets).astype(np.int64)
+    if arr.null_count:
+        lengths[~bool_values(arr.is_valid())] = 0
+    return lengths
+
+
 def fixed_width(offsets: np.ndarray) -> int | None:
     """The length every value has, from their offsets; None when the lengths differ or there is no value."""
     if len(offsets) < 2:

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
 
+from rocketmq_protocol.arrow_values import byte_lengths
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from rocketmq_protocol.grpc_v2 import service_pb2 as s
 from rocketmq_protocol.limits import RESERVED_PROPERTY_KEYS
@@ -423,10 +424,7 @@ def warm_up() -> None:
 def _byte_lengths(values: list | pa.Array) -> np.ndarray:
     """UTF-8 byte length of each str/bytes of a column given as a list or an Arrow array (0 for None)."""
     if isinstance(values, pa.Array):
-        if not values.null_count and (pa.types.is_binary(values.type) or pa.types.is_string(values.type)):
-            offsets = np.frombuffer(values.buffers()[1], np.int32, len(values) + 1, values.offset * 4)
-            return np.diff(offsets).astype(np.int64)
-        return pc.fill_null(pc.binary_length(values), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+        return byte_lengths(values)
     return np.fromiter(
         (len(v.encode() if isinstance(v, str) else v or b"") for v in values), np.int64, len(values)
     )

@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rocketmq_protocol.arrow_values import binary_scalar, fixed_width_rows
+from rocketmq_protocol.arrow_values import binary_scalar, byte_lengths, fixed_width_rows
 from rocketmq_protocol.names import wrap_namespace
 from rocketmq_protocol.protobuf_wire import field_bytes, varint, varint_size
 from rocketmq_protocol.send_rules import BORN_HOST_RESERVED, proxy_record_sizes
@@ -150,14 +150,9 @@ def encode_request(
 
 
 # ------------------------------------------------------------------------------------------ proxy batches
-def _lengths_or_zero(col: pa.Array) -> np.ndarray:
-    """UTF-8 byte length of each string (0 for null)."""
-    return pc.fill_null(pc.binary_length(col), 0).to_numpy(zero_copy_only=False).astype(np.int64)
-
-
 def _list_bytes(values: pa.Array, offsets: np.ndarray, per_item: int) -> np.ndarray:
     """Per row of a list column (values flattened, `offsets` n+1): the bytes of its items + `per_item` each."""
-    sizes = _lengths_or_zero(values) + per_item
+    sizes = byte_lengths(values) + per_item
     cum = np.zeros(len(sizes) + 1, np.int64)
     np.cumsum(sizes, out=cum[1:])
     return cum[offsets[1:]] - cum[offsets[:-1]]
@@ -177,19 +172,19 @@ def proxy_batch_sizes(rows: CheckedRows, stored_topic: str) -> np.ndarray:
             flat, off = list_values(rows.keys.values, rows.keys.offsets)
             keys = _list_bytes(flat, off, 1) - 1  # joined by single spaces; -1: no key
         else:
-            keys = np.where(_valid(rows.keys), _lengths_or_zero(rows.keys), -1)
+            keys = np.where(_valid(rows.keys), byte_lengths(rows.keys), -1)
     if rows.properties is not None:
         names, off = list_values(rows.properties.keys, rows.properties.offsets)
         values, _ = list_values(rows.properties.items, rows.properties.offsets)
         user = _list_bytes(names, off, 1) + _list_bytes(values, off, 1)
     if rows.groups is not None:
-        group = np.where(_valid(rows.groups), _lengths_or_zero(rows.groups), -1)
+        group = np.where(_valid(rows.groups), byte_lengths(rows.groups), -1)
     return proxy_record_sizes(
         rows.body_sizes,
         32,  # the encoder's message ids
         stored_topic,
         BORN_HOST_RESERVED,
-        tag=None if rows.tags is None else _lengths_or_zero(rows.tags),
+        tag=None if rows.tags is None else byte_lengths(rows.tags),
         keys=keys,
         user=user,
         group=group,

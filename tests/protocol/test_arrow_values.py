@@ -8,6 +8,7 @@ import pyarrow as pa
 from rocketmq_protocol.arrow_values import (
     binary_scalar,
     bool_values,
+    byte_lengths,
     empty_scalar,
     from_numpy,
     int64_values,
@@ -33,6 +34,16 @@ def test_int64_values_of_slices_chunks_nulls_and_timestamps() -> None:
     stamps = pa.array([1, 2, 3, 4], pa.timestamp("us", tz="UTC"))
     assert int64_values(stamps.slice(1, 2)).tolist() == [2, 3]
     assert int64_values(pa.chunked_array([wide.slice(3, 2)])).tolist() == [2**40, -5]
+
+
+def test_byte_lengths_are_utf8_bytes_with_nulls_as_zero() -> None:
+    strings = pa.array(["ab", None, "日本", "", "x"])
+    assert byte_lengths(strings).tolist() == [2, 0, 6, 0, 1]
+    assert byte_lengths(strings.slice(1, 3)).tolist() == [0, 6, 0]
+    assert byte_lengths(pa.array([b"xyz", None], pa.large_binary()).slice(1)).tolist() == [0]
+    assert byte_lengths(pa.array(["abc", "de"], pa.large_string())).tolist() == [3, 2]
+    assert byte_lengths(pa.nulls(2, pa.string())).tolist() == [0, 0]  # no offsets buffer
+    assert byte_lengths(pa.array([], pa.binary())).dtype == np.int64
 
 
 def test_bool_values_of_slices_and_nulls() -> None:
