@@ -28,3 +28,41 @@ def discard_source() -> type:
             return Discard()
 
     return DiscardSource
+
+
+def busy_source() -> type:
+    """The `busy` data source: a Python Arrow writer that drops its batches after spending option `us` µs of
+    its own CPU per row (a busy loop on the thread's CPU clock): a sink that costs what this connector's
+    writer costs in Python, but sends nothing and needs no broker on the same cores."""
+    from dataclasses import dataclass
+
+    from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
+
+    @dataclass
+    class Count(WriterCommitMessage):
+        rows: int
+
+    class Busy(DataSourceArrowWriter):
+        def __init__(self, us_per_row: float) -> None:
+            self.us_per_row = us_per_row
+
+        def write(self, iterator):  # type: ignore[no-untyped-def]
+            import time
+
+            rows = 0
+            for batch in iterator:
+                rows += batch.num_rows
+                until = time.thread_time() + batch.num_rows * self.us_per_row / 1e6
+                while time.thread_time() < until:
+                    pass
+            return Count(rows)
+
+    class BusySource(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "busy"
+
+        def writer(self, schema, overwrite):  # type: ignore[no-untyped-def]
+            return Busy(float(self.options.get("us", "0")))
+
+    return BusySource
