@@ -325,6 +325,11 @@ class PopService:
         inf = self.inflight.get(key)
         if inf is None or inf.pop_time != pop_time:
             return
+        if inf.deadline > time.time() * 1000:
+            # The loop's monotonic clock ran ahead of the wall clock that handles expire by: an ack in
+            # between would find no record and "succeed" on a message about to be redelivered.
+            self._schedule(inf)
+            return
         # The in-flight record goes last: a kill -9 before it re-does the revive (at least once).
         if inf.fifo:
             # Orderly: the same offsets are popped again, with one more attempt counted.
