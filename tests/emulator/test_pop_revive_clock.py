@@ -13,27 +13,7 @@ from broker_emulator.core import pop as pop_module
 from broker_emulator.core.filtering import parse_filter
 from broker_emulator.core.pop import PopService
 from broker_emulator.core.store.message_store import MessageStore
-from broker_emulator.core.store.records import MessageColumns
-from rocketmq_protocol.grpc_v2 import definition_pb2 as d
-
-
-def _one_message() -> MessageColumns:
-    cols = MessageColumns()
-    cols.append(
-        message_id="m0",
-        tag=None,
-        keys=[],
-        body=b"b",
-        properties=[],
-        born_timestamp=1,
-        born_host="",
-        reconsume_times=0,
-        message_group=None,
-        delivery_timestamp=None,
-        message_type=d.NORMAL,
-        tag_code=0,
-    )
-    return cols
+from tests.support.helpers import plain_columns
 
 
 def test_a_revive_timer_that_fires_before_the_wall_clock_deadline_waits(
@@ -42,7 +22,7 @@ def test_a_revive_timer_that_fires_before_the_wall_clock_deadline_waits(
     async def scenario() -> None:
         store = MessageStore("broker-a", None)
         store.create_topic("t", 1)
-        store.append("t", 0, _one_message())
+        store.append("t", 0, plain_columns(["m0"], b"b"))
         service = PopService("broker-a", store, None, lambda _group: 16, asyncio.get_running_loop())
         result = service.pop("g", "t", parse_filter(1, "*"), 1, 300, False)
         assert len(service.inflight) == 1, result

@@ -25,6 +25,7 @@ from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from rocketmq_protocol.grpc_v2 import service_pb2 as s
 from rocketmq_protocol.grpc_v2 import service_pb2_grpc
 from rocketmq_protocol.hashing import java_string_hash
+from tests.support.helpers import plain_columns
 from tests.support.v2_context import V2Context
 
 QUEUES = 5
@@ -387,22 +388,7 @@ def test_consume_queue_merges_small_appends_and_keeps_large_ones() -> None:
 
     def append(n: int) -> None:
         nonlocal offset
-        cols = MessageColumns()
-        for i in range(n):
-            cols.append(
-                message_id=f"{offset + i}",
-                tag=None,
-                keys=[],
-                body=b"x",
-                properties=[],
-                born_timestamp=0,
-                born_host="",
-                reconsume_times=0,
-                message_group=None,
-                delivery_timestamp=None,
-                message_type=d.NORMAL,
-                tag_code=0,
-            )
+        cols = plain_columns([f"{offset + i}" for i in range(n)])
         cq.append(cols.to_batch(offset, 1), 0, n)
         offset += n
 

@@ -332,3 +332,26 @@ def read_queue(endpoint: str, topic: str, queue_id: int, batch: int = 10_000) ->
             tables.append(ipc_to_table(r.arrow_ipc))
             offset = r.next_offset
     return pa.concat_tables(tables) if tables else None
+
+
+def plain_columns(message_ids: Sequence[str], body: bytes = b"x") -> Any:
+    """Stored-message columns of NORMAL messages with only an id and a body, for the broker core's own tests."""
+    from broker_emulator.core.store.records import MessageColumns
+
+    cols = MessageColumns()
+    for mid in message_ids:
+        cols.append(
+            message_id=mid,
+            tag=None,
+            keys=[],
+            body=body,
+            properties=[],
+            born_timestamp=0,
+            born_host="",
+            reconsume_times=0,
+            message_group=None,
+            delivery_timestamp=None,
+            message_type=d.NORMAL,
+            tag_code=0,
+        )
+    return cols
