@@ -18,6 +18,7 @@ import signal
 from benchmarks.cpu_time import measured
 from benchmarks.discard_sink import busy_source, discard_source
 from benchmarks.raw_throughput import start_emulator
+from benchmarks.write_throughput import range_bodies
 from examples.spark_defaults import spark_session
 
 TOPIC = "bench"
@@ -29,18 +30,13 @@ def main(argv: list[str] | None = None) -> list[dict]:
     ap.add_argument("--size", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args(argv)
-    from pyspark.sql import functions as F
-
     proc, endpoints = start_emulator(4, None, brokers=2)
     spark = spark_session("write-bound")
     results: list[dict] = []
     try:
         spark.dataSource.register(discard_source())
         spark.dataSource.register(busy_source())
-        pad = "x" * (args.size - 20)
-        df = spark.range(args.messages).select(
-            F.format_string(f"%020d{pad}", "id").cast("binary").alias("body")
-        )
+        df = range_bodies(spark, args.messages, args.size)
 
         def timed(fmt: str, **opts: str) -> tuple[float, dict[str, float]]:
             with measured(proc.pid) as use:

@@ -31,7 +31,7 @@ from connector.sink_rows import RowChecker
 from examples.spark_defaults import spark_session
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 TOPIC = "bench"
 
@@ -83,6 +83,14 @@ def _body_batch(rows: int, size: int) -> pa.RecordBatch:
     return pa.record_batch([body], names=["body"])
 
 
+def range_bodies(spark: SparkSession, messages: int, size: int) -> DataFrame:
+    """`spark.range(messages)` as one `size`-byte binary `body` column, each starting with its row number."""
+    from pyspark.sql import functions as F
+
+    pad = "x" * (size - 20)
+    return spark.range(messages).select(F.format_string(f"%020d{pad}", "id").cast("binary").alias("body"))
+
+
 def spark_ratio(
     endpoints: str,
     messages: int,
@@ -95,14 +103,12 @@ def spark_ratio(
     CPU µs per row each write cost the emulator (`emulator_pid`), Spark's Python workers and its JVM.
 
     Uses `spark` when given (left running), else a session of its own from spark-defaults.conf."""
-    from pyspark.sql import functions as F
 
     own = spark is None
     if spark is None:
         spark = spark_session("write-benchmark")
     spark.dataSource.register(discard_source())
-    pad = "x" * (size - 20)
-    df = spark.range(messages).select(F.format_string(f"%020d{pad}", "id").cast("binary").alias("body"))
+    df = range_bodies(spark, messages, size)
 
     cpu: dict[str, dict[str, float]] = {}
 
