@@ -8,6 +8,12 @@ the worker) to the permanent generation (`gc.freeze()`), so later collections on
 create. Objects frozen this way are still freed by reference counting; only cycles among them would
 outlive the worker's collections. It does nothing outside a Spark worker (the driver, a user's process).
 
+A later task freezes again when the worker has imported modules since: PySpark's write task imports pandas
+after the writer returns (`pa.array` on its commit message), which left ~30,000 objects unfrozen and every
+later task of that worker, reads included, paid a 50 ms collection after it. Module objects live as long
+as the worker, and a task starts right after the previous one's full collection, so what is frozen then
+is what the worker keeps anyway.
+
 With glibc the same call also keeps freed memory in the worker (`_keep_freed_memory`): by default glibc
 hands memory back to the kernel as soon as a few hundred KiB to a few MiB are free (heap top trimming,
 buffers above the mmap threshold unmapped on free), so every pull's multi-MiB response and Arrow buffers
@@ -28,18 +34,22 @@ import sys
 __all__ = ["freeze_worker_heap"]
 
 _frozen_in_pid: int | None = None
+_modules_at_freeze = 0
 
 
 def freeze_worker_heap() -> None:
-    """Once per Spark Python worker process: collect the young generations, then freeze what is alive."""
-    global _frozen_in_pid
-    pid = os.getpid()
-    if _frozen_in_pid == pid or "pyspark.worker" not in sys.modules:
+    """In a Spark Python worker, at a task's start: collect the young generations and freeze what is alive,
+    the first time and again whenever modules were imported since the last freeze."""
+    global _frozen_in_pid, _modules_at_freeze
+    pid, modules = os.getpid(), len(sys.modules)
+    if (_frozen_in_pid == pid and modules == _modules_at_freeze) or "pyspark.worker" not in sys.modules:
         return
-    _frozen_in_pid = pid
+    first = _frozen_in_pid != pid
+    _frozen_in_pid, _modules_at_freeze = pid, modules
     gc.collect(1)
     gc.freeze()
-    _keep_freed_memory()
+    if first:
+        _keep_freed_memory()
 
 
 _M_TRIM_THRESHOLD = -1  # glibc malloc.h: free heap top above this goes back to the kernel

@@ -1,4 +1,5 @@
-"""connector.worker_heap: the heap is frozen once in a Spark Python worker, never in another process."""
+"""connector.worker_heap: the heap is frozen in a Spark Python worker (again after new imports), never in another
+process."""
 
 from __future__ import annotations
 
@@ -19,7 +20,13 @@ freeze_worker_heap()
 first = gc.get_freeze_count()
 junk = [[] for _ in range(1000)]
 freeze_worker_heap()
-print(before, first, gc.get_freeze_count())
+again = gc.get_freeze_count()
+import json.tool  # a module imported by a later task, e.g. pandas by PySpark's write task
+freeze_worker_heap()
+after_import = gc.get_freeze_count()
+more_junk = [[] for _ in range(1000)]
+freeze_worker_heap()
+print(before, first, again, after_import, gc.get_freeze_count())
 """
 
 
@@ -36,14 +43,16 @@ def _counts(in_worker: bool) -> list[int]:
     return _run(_PROBE, in_worker)
 
 
-def test_a_spark_worker_freezes_its_heap_once() -> None:
-    before, first, again = _counts(in_worker=True)
+def test_a_spark_worker_freezes_its_heap_and_again_only_after_new_imports() -> None:
+    before, first, again, after_import, last = _counts(in_worker=True)
     assert before == 0 and first > 1000, (before, first)
     assert again == first  # objects made after the first freeze stay collectable
+    assert after_import > again  # the new modules' objects are frozen too
+    assert last == after_import  # and later objects again stay collectable
 
 
 def test_any_other_process_is_left_alone() -> None:
-    assert _counts(in_worker=False) == [0, 0, 0]
+    assert _counts(in_worker=False) == [0, 0, 0, 0, 0]
 
 
 _FAULTS_PROBE = """
