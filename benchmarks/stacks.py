@@ -22,7 +22,8 @@ Kafka 8 partitions), `--stack-messages` messages of `--size` bytes:
 * latency: single messages sent one by one (and acknowledged) while a `foreachBatch` query with
   `processingTime="0 seconds"` runs; p50 and p99 of send → collected on the driver.
 
-The throughput measures run `--repeat` times, interleaved across stacks, best kept.
+The throughput measures run `--repeat` times, interleaved across stacks, best kept; the latency queries
+too, the stacks' order reversed in every other run, each stack's lowest p50 and p99 kept.
 """
 
 from __future__ import annotations
@@ -113,9 +114,12 @@ def stream_read(spark: SparkSession, stack: Stack, topic: str, messages: int) ->
     return spark_reads.available_now_rate(df, messages, stack.label)
 
 
-def latency(spark: SparkSession, stack: Stack, samples: int, interval_s: float) -> tuple[float, float]:
+def latency(
+    spark: SparkSession, stack: Stack, samples: int, interval_s: float, create: bool = True
+) -> tuple[float, float]:
+    """p50 and p99 in seconds of one latency query on the stack's latency topic (created first if `create`)."""
     topic = stack.topic("latency")
-    if stack.create_topic:
+    if create and stack.create_topic:
         stack.create_topic(spark, topic)
     if stack.fmt == "rocketmq":
         return spark_reads.latency(spark, stack.connect, topic, samples, interval_s)
@@ -223,12 +227,21 @@ def run_workload(
             log(f"{s.label}: stream read (availableNow) of {messages:,} (run {r + 1})")
             rate = stream_read(spark, s, s.topic("write-0"), messages)
             s.figures["stream read"] = max(s.figures.get("stream read", 0.0), rate)
-    for s in live:
-        log(f"{s.label}: latency × {latency_samples}")
-        p50, p99 = latency(spark, s, latency_samples, latency_interval)
-        s.figures["latency p50"], s.figures["latency p99"] = p50 * 1000, p99 * 1000
-        s.batch_ms = dict(spark_reads.LAST_BATCH_BREAKDOWN)
-        log(f"{s.label}: median micro-batch ms: {spark_reads.batch_phases(s.batch_ms)}")
+    # Latency: `repeat` rounds, the stacks' order reversed in every other round, each stack keeping its lowest
+    # p50 and p99. The first latency queries after the throughput jobs ran slower whichever stack ran them,
+    # so a fixed order handicapped the stack measured first.
+    for r in range(repeat):
+        for s in live if r % 2 == 0 else live[::-1]:
+            log(f"{s.label}: latency × {latency_samples} (run {r + 1} of {repeat})")
+            p50, p99 = latency(spark, s, latency_samples, latency_interval, create=r == 0)
+            phases = spark_reads.batch_phases(spark_reads.LAST_BATCH_BREAKDOWN)
+            log(
+                f"{s.label}: p50 {p50 * 1000:.1f} ms, p99 {p99 * 1000:.1f} ms; median micro-batch ms: {phases}"
+            )
+            if p50 * 1000 < s.figures.get("latency p50", float("inf")):
+                s.figures["latency p50"] = p50 * 1000
+                s.batch_ms = dict(spark_reads.LAST_BATCH_BREAKDOWN)
+            s.figures["latency p99"] = min(p99 * 1000, s.figures.get("latency p99", float("inf")))
 
 
 # ------------------------------------------------------------------------------------------ the table
@@ -274,7 +287,8 @@ def render(stacks: list[Stack], title: str) -> str:
     for s in stacks:
         if s.batch_ms:
             lines.append(
-                f"{s.label}: latency query's median micro-batch (ms): {spark_reads.batch_phases(s.batch_ms)}"
+                f"{s.label}: median micro-batch of the latency run with the lowest p50 (ms): "
+                f"{spark_reads.batch_phases(s.batch_ms)}"
             )
     lines.append(
         "ours/Kafka: a rate's ratio ≥ 1 and a latency's ≤ 1 mean ours does at least as well ('ok'), "
