@@ -37,6 +37,7 @@ from rocketmq_protocol.grpc_v2.headers import (
     PROTOCOL_HEADER,
     REQUEST_ID_HEADER,
 )
+from rocketmq_protocol.grpc_v2.send_status import decode_send_response
 from rocketmq_protocol.hashing import java_string_hash
 from rocketmq_protocol.message_schema import MESSAGE_SCHEMA, ipc_to_table
 from rocketmq_protocol.signature import AUTHORIZATION_HEADER, DATE_TIME_HEADER, authorization, date_time_now
@@ -184,7 +185,7 @@ class GrpcClient(RocketMQClient):
                     channel.unary_unary(
                         SEND_MESSAGE_METHOD,
                         request_serializer=None,
-                        response_deserializer=s.SendMessageResponse.FromString,
+                        response_deserializer=decode_send_response,
                     ),
                     channel.unary_unary(
                         QUEUE_OFFSETS_METHOD,

@@ -461,8 +461,9 @@ def _varint_array(values: np.ndarray, prefix: int | None = None) -> pa.Array:
 class PlainEncodedRows(EncodedRows):
     """Body-only messages (`_plain`) encoded with whole-array operations: every message's bytes, queue id 0,
     in one buffer (Arrow joins the per-message pieces), so a request is a slice of it with its messages'
-    queue-id bytes set. The bytes are exactly those `GrpcEncodedRows` joins (`fragments`, built on demand
-    from the same message ids, gives that view and serves queue ids above 127)."""
+    queue-id bytes set (in place when the buffer is our own 2-D rows: a message's queue id is then the one
+    of its latest attempt). The bytes are exactly those `GrpcEncodedRows` joins (`fragments`, built on
+    demand from the same message ids, gives that view and serves queue ids above 127)."""
 
     def __init__(self, encoder: GrpcSendEncoder, checked: CheckedRows, hex_ids: bytes) -> None:
         n = len(checked)
@@ -529,6 +530,9 @@ class PlainEncodedRows(EncodedRows):
         data, starts = self._data, self._starts
         if isinstance(idx, slice):
             a, b, _ = idx.indices(len(self))
+            if data.flags.writeable:  # our own rows (`_one_size`): the queue id is set in place, one copy
+                data[self._queue_pos[a:b]] = qid
+                return data[starts[a] : starts[b]].tobytes()
             part = data[starts[a] : starts[b]]
             if qid == 0:
                 return part.tobytes()
@@ -536,7 +540,7 @@ class PlainEncodedRows(EncodedRows):
             part[self._queue_pos[a:b] - starts[a]] = qid
             return part.tobytes()
         out = b"".join(data[starts[i] : starts[i + 1]].tobytes() for i in idx)
-        if qid == 0:
+        if qid == 0 and not data.flags.writeable:  # writable rows may hold an earlier attempt's queue id
             return out
         buf = np.frombuffer(out, np.uint8).copy()
         sizes = (starts[1:] - starts[:-1])[idx]
