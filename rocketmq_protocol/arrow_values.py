@@ -128,7 +128,11 @@ def fixed_width(offsets: np.ndarray) -> int | None:
 def fixed_width_rows(pieces: list[pa.Array | bytes], n: int) -> np.ndarray | None:
     """Row i of every piece back to back, as the rows of an (n, width) uint8 array, when each string/binary
     array piece's values all have one length (no nulls); bytes are the same in every row. One copy per
-    piece, several times faster than Arrow's element-wise join; None when a piece's lengths vary."""
+    piece, several times faster than Arrow's element-wise join; None when a piece's lengths vary.
+
+    The rows are written as records of a packed structured dtype, one field per piece: NumPy copies each
+    field's values whole (~3× faster here than assigning column ranges of a 2-D uint8 array, whose short
+    rows each pay the inner loop's overhead)."""
     widths = []
     for p in pieces:
         if isinstance(p, bytes):
@@ -140,13 +144,14 @@ def fixed_width_rows(pieces: list[pa.Array | bytes], n: int) -> np.ndarray | Non
         if width is None:
             return None
         widths.append(width)
-    rows = np.empty((n, sum(widths)), np.uint8)
-    col = 0
-    for p, width in zip(pieces, widths, strict=True):
+    used = [(i, p, w) for i, (p, w) in enumerate(zip(pieces, widths, strict=True)) if w]
+    total = sum(widths)
+    if not used:
+        return np.empty((n, 0), np.uint8)
+    records = np.empty(n, np.dtype([(f"f{i}", f"V{w}") for i, _, w in used]))
+    for i, p, w in used:
         if isinstance(p, bytes):
-            rows[:, col : col + width] = np.frombuffer(p, np.uint8)
-        elif width:
-            data = np.frombuffer(p.buffers()[2], np.uint8, n * width, int(value_offsets(p)[0]))
-            rows[:, col : col + width] = data.reshape(n, width)
-        col += width
-    return rows
+            records[f"f{i}"] = np.frombuffer(p, f"V{w}")[0]
+        else:
+            records[f"f{i}"] = np.frombuffer(p.buffers()[2], f"V{w}", n, int(value_offsets(p)[0]))
+    return records.view(np.uint8).reshape(n, total)
