@@ -563,7 +563,7 @@ def test_chunks_respect_batch_size_and_bytes() -> None:
     p = _producer(batchSize="3", batchBytes="100")
     sizes = np.array([10, 10, 10, 10, 60, 60, 200, 5])
     assert list(p._chunks(sizes)) == [(0, 3), (3, 5), (5, 6), (6, 7), (7, 8)]
-    assert list(_producer()._chunks(np.full(9000, 100))) == [(0, 4096), (4096, 8192), (8192, 9000)]
+    assert list(_producer()._chunks(np.full(17000, 100))) == [(0, 8192), (8192, 16384), (16384, 17000)]
 
 
 def test_describe_rows() -> None:
