@@ -528,19 +528,21 @@ class PlainEncodedRows(EncodedRows):
         if not 0 <= qid < 0x80:
             return self.fragments.payload(idx, queue)
         data, starts = self._data, self._starts
+        # Our own rows (`_one_size`) take the queue id in place (one copy per request); Arrow's buffer is
+        # read-only, so its requests get a copy with the ids set (none needed for queue 0).
+        in_place = data.flags.writeable
+        if in_place:
+            data[self._queue_pos[idx]] = qid
         if isinstance(idx, slice):
             a, b, _ = idx.indices(len(self))
-            if data.flags.writeable:  # our own rows (`_one_size`): the queue id is set in place, one copy
-                data[self._queue_pos[a:b]] = qid
-                return data[starts[a] : starts[b]].tobytes()
             part = data[starts[a] : starts[b]]
-            if qid == 0:
+            if in_place or qid == 0:
                 return part.tobytes()
             part = part.copy()
             part[self._queue_pos[a:b] - starts[a]] = qid
             return part.tobytes()
         out = b"".join(data[starts[i] : starts[i + 1]].tobytes() for i in idx)
-        if qid == 0 and not data.flags.writeable:  # writable rows may hold an earlier attempt's queue id
+        if in_place or qid == 0:
             return out
         buf = np.frombuffer(out, np.uint8).copy()
         sizes = (starts[1:] - starts[:-1])[idx]
