@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator, Mapping
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +56,20 @@ class _Commit:
 
     todo: list[tuple[RouteEntry, int]]
     futures: list[Future[None]]
+
+
+def _first_per_broker(
+    todo: list[tuple[RouteEntry, int]], seen: set[tuple[str, str]]
+) -> tuple[list[tuple[RouteEntry, int]], list[tuple[RouteEntry, int]]]:
+    """`todo` split into one item per (topic, broker) not in `seen`, and the rest, in order."""
+    seeds: list[tuple[RouteEntry, int]] = []
+    rest: list[tuple[RouteEntry, int]] = []
+    seen = set(seen)
+    for item in todo:
+        key = (item[0].topic, item[0].broker)
+        (rest if key in seen else seeds).append(item)
+        seen.add(key)
+    return seeds, rest
 
 
 class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -258,7 +272,8 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._finish_commit(self._start_commit(offsets))
 
     def _start_commit(self, offsets: Mapping[MessageQueue, int]) -> _Commit | None:
-        """Starts the UpdateOffsets of `_commit_group` on the shared pool; None when nothing changed."""
+        """Starts the UpdateOffsets of `_commit_group` on the shared pool (after the first of each (topic,
+        broker) not committed to yet); None when nothing changed."""
         if not self.opts.commit_offsets_to_group:
             return None
         changed = {k: v for k, v in offsets.items() if self._committed.get(k) != v}
@@ -269,9 +284,19 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         todo = [(self._queues[k], v) for k, v in changed.items() if k in self._queues]
         client, group = self._client(), self.opts.consumer_group
         timeout = min(self.opts.pull_timeout_ms, COMMIT_TIMEOUT_MS)
-        return _Commit(
-            todo, submit_queues(lambda item: client.commit(group, item[0], item[1], timeout), todo)
-        )
+
+        def commit(item: tuple[RouteEntry, int]) -> None:
+            client.commit(group, item[0], item[1], timeout)
+
+        # A broker creates a group's offset table of a topic with a get-then-put (RocketMQ's
+        # ConsumerOffsetManager.commitOffset), so two first commits in parallel can lose one: each
+        # (topic, broker) this reader never committed to gets one queue's commit first, waited for here.
+        seeds, rest = _first_per_broker(todo, {(k.topic, k.broker) for k in self._committed})
+        if seeds:
+            seeded = submit_queues(commit, seeds)
+            wait(seeded)
+            return _Commit(seeds + rest, seeded + submit_queues(commit, rest))
+        return _Commit(rest, submit_queues(commit, rest))
 
     def _finish_commit(self, commit: _Commit | None) -> None:
         """Waits for a started commit; records it, or logs why it failed."""

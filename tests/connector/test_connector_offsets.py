@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from hypothesis import given
@@ -155,3 +156,37 @@ def test_a_broker_missing_from_the_route_is_waited_for_before_data_loss(monkeypa
     # a queue missing from a broker that still serves the topic is data loss at once
     with pytest.raises(DataLossError, match=r"queue t/a/1"):
         reader._carry_vanished({a0: 9, a1: 3}, {a0: 9})
+
+
+class _GetThenPutBroker:
+    """Consumer offsets kept the way RocketMQ's ConsumerOffsetManager.commitOffset keeps them: a topic@group
+    table created with a get, then a put, so first commits that overlap can replace each other's table."""
+
+    def __init__(self) -> None:
+        self.tables: dict[tuple[str, str, str], dict[int, int]] = {}
+
+    def commit(self, group, queue, offset, timeout_ms=0) -> None:
+        key = (queue.broker, queue.topic, group)
+        table = self.tables.get(key)
+        if table is None:
+            time.sleep(0.05)  # widens the window real brokers leave between the get and the put
+            self.tables[key] = {queue.queue_id: offset}
+        else:
+            table[queue.queue_id] = offset
+
+
+def test_first_commits_to_a_broker_go_one_queue_first(monkeypatch) -> None:
+    """A stream's first commit to each (topic, broker) runs one queue alone before the others, so a broker
+    that creates the group's table with a get-then-put keeps every queue's offset."""
+    import connector.stream_reader as sr
+    from connector.queues import MessageQueue, RouteEntry
+
+    reader = sr.RocketMQStreamReader({"endpoints": "127.0.0.1:1", "topic": "t", "consumerGroup": "g"}, None)
+    broker = _GetThenPutBroker()
+    monkeypatch.setattr(reader, "_client", lambda: broker)
+    queues = [MessageQueue("t", b, i) for b in ("a", "b") for i in range(8)]
+    reader._queues = {q: RouteEntry(q, f"{q.broker}:1") for q in queues}
+    reader._commit_group({q: 0 for q in queues})
+    assert broker.tables == {(b, "t", "g"): {i: 0 for i in range(8)} for b in ("a", "b")}
+    reader._commit_group({q: 5 for q in queues})
+    assert broker.tables == {(b, "t", "g"): {i: 5 for i in range(8)} for b in ("a", "b")}
