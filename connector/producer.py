@@ -16,7 +16,9 @@ acknowledged, through a `connector.clients.RocketMQClient`.
   every message is acknowledged. Retryable outcomes (broker unreachable, busy, timed out; the client
   decides which codes are) are retried on a queue of another broker (`select(last_broker)`), with a backoff
   when the broker asks for one, at most `retryTimesWhenSendFailed` times within `sendMsgTimeoutMs`; every
-  attempt's latency or failure is recorded in the selector. A rejection raises `SendFailedError` with the
+  attempt's latency or failure is recorded in the selector. A flow-control answer also halves the requests
+  allowed in flight (each acknowledgement adds one back, up to `maxInFlightRequests`), and retries are
+  dispatched before new requests. A rejection raises `SendFailedError` with the
   broker's reason and the rows concerned: the rejected messages' rows when the broker reported per-message
   results, else every row of the request.
 
@@ -207,6 +209,7 @@ class Producer:
         self._timeout_s = options.send_msg_timeout_ms / 1000.0
         self._max_attempts = 1 + options.retry_times_when_send_failed
         self._max_in_flight = options.max_in_flight_requests
+        self._window = self._max_in_flight  # requests allowed in flight: halved by flow control, +1 per ack
         self._routes: dict[str, TopicRoute] = {}
         self._selector_base: dict[str, dict[str, object]] = {}
         self._ready: deque[_Request] = deque()
@@ -335,9 +338,11 @@ class Producer:
         outstanding at all)."""
         while True:
             now = self._clock()
+            due = []
             while self._delayed and self._delayed[0][0] <= now:
-                self._ready.append(heapq.heappop(self._delayed)[2])
-            while self._ready and len(self._inflight) < self._max_in_flight:
+                due.append(heapq.heappop(self._delayed)[2])
+            self._ready.extendleft(reversed(due))  # retries go before new requests
+            while self._ready and len(self._inflight) < self._window:
                 self._dispatch(self._ready.popleft())
             if not self._ready and not self._waiting and (not idle or not (self._inflight or self._delayed)):
                 return
@@ -407,6 +412,8 @@ class Producer:
 
     def _acked(self, req: _Request, latency_ms: float) -> None:
         self._record(req, latency_ms, failed=False)
+        if self._window < self._max_in_flight:
+            self._window += 1
         self._count(req)
         self.stats.requests += 1
         self.stats.bytes += req.nbytes
@@ -429,6 +436,9 @@ class Producer:
             "%s: attempt %d of %d messages failed (%s); retrying", self.label, req.attempts, len(req), reason
         )
         if backoff:
+            # Requests queued behind each other at a busy broker are what it refuses (RocketMQ's
+            # BrokerFastFailure): fewer in flight until acknowledgements come back.
+            self._window = max(1, self._window // 2)
             delay = min(BACKOFF_INITIAL_S * 2 ** (req.attempts - 1), BACKOFF_MAX_S, req.deadline - now)
             heapq.heappush(self._delayed, (now + delay, next(self._tokens), req))
         else:

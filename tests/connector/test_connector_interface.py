@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import pickle
+import queue
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 
@@ -265,6 +267,85 @@ def test_retryable_outcomes_back_off_when_asked_and_give_up_after_the_retries() 
         SendFailedError, match=r"failed after 3 attempt\(s\).*last error: .*UNAVAILABLE: down"
     ):
         producer.flush()
+
+
+class _Pending:
+    """A send the fake broker answers later, from its thread."""
+
+    def __init__(self) -> None:
+        self._outcome: SendOutcome | None = None
+        self._callbacks: list[Callable[[], None]] = []
+        self._lock = threading.Lock()
+
+    def add_done_callback(self, fn: Callable[[], None]) -> None:
+        with self._lock:
+            if self._outcome is None:
+                self._callbacks.append(fn)
+                return
+        fn()
+
+    def answer(self, outcome: SendOutcome) -> None:
+        with self._lock:
+            self._outcome, callbacks = outcome, self._callbacks
+        for fn in callbacks:
+            fn()
+
+    def cancel(self) -> bool:
+        return False
+
+    def outcome(self) -> SendOutcome | None:
+        return self._outcome
+
+
+class SendQueueBroker(FakeClient):
+    """One broker thread storing one request at a time (`service_s` each); a request that waited in its send
+    queue over `max_wait_s` is answered busy and stores nothing, as RocketMQ's BrokerFastFailure does."""
+
+    BUSY = SendOutcome(SendStatus.RETRYABLE, "SYSTEM_BUSY (2): [TIMEOUT_CLEAN_QUEUE]", "SYSTEM_BUSY", True)
+
+    def __init__(self, service_s: float, max_wait_s: float) -> None:
+        super().__init__()
+        self.service_s, self.max_wait_s = service_s, max_wait_s
+        self.queue: queue.SimpleQueue[tuple[float, list[int], _Pending] | None] = queue.SimpleQueue()
+        self.stored: list[int] = []
+        self.attempts: dict[int, int] = {}  # first row of a request: its attempts
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def send_async(self, endpoint: str, payload: bytes, count: int, timeout_s: float) -> _Pending:
+        rows = json.loads(payload)["rows"]
+        self.attempts[rows[0]] = self.attempts.get(rows[0], 0) + 1
+        pending = _Pending()
+        self.queue.put((time.monotonic(), rows, pending))
+        return pending
+
+    def _serve(self) -> None:
+        while (item := self.queue.get()) is not None:
+            arrived, rows, pending = item
+            if time.monotonic() - arrived > self.max_wait_s:
+                pending.answer(self.BUSY)
+                continue
+            time.sleep(self.service_s)
+            self.stored.extend(rows)
+            pending.answer(SEND_OK)
+
+    def close(self) -> None:
+        self.queue.put(None)
+        self.thread.join(5)
+
+
+def test_flow_control_narrows_what_is_in_flight_so_no_request_starves() -> None:
+    """Against a broker that refuses requests queued behind another (over 5 ms here, 1 ms in
+    tests/real/test_real_flow_control.py), requests in flight halve at each busy answer and retries go
+    first: every request is stored once, within a few attempts, although 8 may be in flight. (Before, with 8
+    in flight all along, a request was refused until its sendMsgTimeoutMs ran out.)"""
+    broker = SendQueueBroker(service_s=0.02, max_wait_s=0.005)
+    try:
+        stats = _send(broker, 64 * 32, row_base=0, batchSize="32", sendMsgTimeoutMs="3000").flush()
+    finally:
+        broker.close()
+    assert sorted(broker.stored) == list(range(64 * 32)) and stats.messages == 64 * 32
+    assert stats.requests == 64 and max(broker.attempts.values()) <= 3, broker.attempts
 
 
 def test_fifo_groups_go_to_their_queue_in_order() -> None:

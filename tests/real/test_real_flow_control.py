@@ -3,8 +3,9 @@
 The broker's `waitTimeMillsInSendQueue` is set to 1 ms (200 by default), so nearly every send request that
 waits behind another in its send queue is refused `SYSTEM_BUSY` "[TIMEOUT_CLEAN_QUEUE] broker busy",
 as a loaded broker refuses requests that waited 200 ms (apache/rocketmq `BrokerFastFailure`). Such an
-answer stores nothing: the producer backs off and sends again until `sendMsgTimeoutMs`, beyond
-`retryTimesWhenSendFailed`, so the write completes and every row is stored exactly once.
+answer stores nothing: the producer backs off, halves the requests it keeps in flight and sends again until
+`sendMsgTimeoutMs`, beyond `retryTimesWhenSendFailed`, so the write completes and every row is stored exactly
+once.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from tests.real import realcluster as rc
 
 pytestmark = [pytest.mark.realbroker, pytest.mark.timeout(600)]
 
-TASK_ROWS = 131_072  # the producer's own send, in 4,096-message requests
+TASK_ROWS = 131_072  # the producer's own send, in 8,192-message requests (the default batchSize)
 SPARK_ROWS = 100_000
 
 
