@@ -134,12 +134,26 @@ class _Encoder(SendEncoder):
         return _Encoded(rows, rows.body_sizes + 10)
 
 
-class _Done:
-    def __init__(self, outcome: SendOutcome) -> None:
-        self._outcome = outcome
+class _Pending:
+    """A send of a fake client, answered at once or later from a broker thread."""
+
+    def __init__(self) -> None:
+        self._outcome: SendOutcome | None = None
+        self._callbacks: list[Callable[[], None]] = []
+        self._lock = threading.Lock()
 
     def add_done_callback(self, fn: Callable[[], None]) -> None:
+        with self._lock:
+            if self._outcome is None:
+                self._callbacks.append(fn)
+                return
         fn()
+
+    def answer(self, outcome: SendOutcome) -> None:
+        with self._lock:
+            self._outcome, callbacks = outcome, self._callbacks
+        for fn in callbacks:
+            fn()
 
     def cancel(self) -> bool:
         return False
@@ -162,12 +176,14 @@ class FakeClient(RocketMQClient):
     def send_encoder(self, producer_group: str | None = None) -> SendEncoder:
         return _Encoder()
 
-    def send_async(self, endpoint: str, payload: bytes, count: int, timeout_s: float) -> _Done:
+    def send_async(self, endpoint: str, payload: bytes, count: int, timeout_s: float) -> _Pending:
         sent = json.loads(payload)
         q, rows = MessageQueue(*sent["queue"]), sent["rows"]
         assert endpoint == f"{q.broker}:1" and len(rows) == count
         self.sends.append((q, rows))
-        return _Done(self.answer(q, rows))
+        done = _Pending()
+        done.answer(self.answer(q, rows))
+        return done
 
     def min_offset(self, queue, timeout_ms=0):  # type: ignore[no-untyped-def]
         raise NotImplementedError
@@ -267,34 +283,6 @@ def test_retryable_outcomes_back_off_when_asked_and_give_up_after_the_retries() 
         SendFailedError, match=r"failed after 3 attempt\(s\).*last error: .*UNAVAILABLE: down"
     ):
         producer.flush()
-
-
-class _Pending:
-    """A send the fake broker answers later, from its thread."""
-
-    def __init__(self) -> None:
-        self._outcome: SendOutcome | None = None
-        self._callbacks: list[Callable[[], None]] = []
-        self._lock = threading.Lock()
-
-    def add_done_callback(self, fn: Callable[[], None]) -> None:
-        with self._lock:
-            if self._outcome is None:
-                self._callbacks.append(fn)
-                return
-        fn()
-
-    def answer(self, outcome: SendOutcome) -> None:
-        with self._lock:
-            self._outcome, callbacks = outcome, self._callbacks
-        for fn in callbacks:
-            fn()
-
-    def cancel(self) -> bool:
-        return False
-
-    def outcome(self) -> SendOutcome | None:
-        return self._outcome
 
 
 class SendQueueBroker(FakeClient):
