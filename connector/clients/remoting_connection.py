@@ -17,6 +17,7 @@ the servers after 120 s; the pool reconnects lazily.
 from __future__ import annotations
 
 import contextlib
+import io
 import itertools
 import json
 import logging
@@ -62,6 +63,82 @@ CONNECT_TIMEOUT_S = 3.0
 
 class ConnectionLost(ConnectionError):
     """The connection failed before the response came (the request may or may not have been processed)."""
+
+
+class TlsStream:
+    """TLS over a blocking socket through an in-memory `ssl.SSLObject`, so that the reader thread can wait
+    for data while other threads send: an `ssl.SSLSocket` must not be read and written at once (OpenSSL's
+    SSL objects are not thread-safe; python/cpython#143756). Every SSLObject call holds one short lock; the
+    socket is read and written outside it, and TLS records leave in the order they were made."""
+
+    def __init__(self, sock: socket.socket, context: ssl.SSLContext, host: str, timeout_s: float) -> None:
+        self._sock = sock
+        self._incoming, self._outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+        self._tls = context.wrap_bio(self._incoming, self._outgoing, server_hostname=host)
+        self._lock = threading.Lock()  # the SSLObject and its BIOs
+        self._send_lock = threading.Lock()  # held from taking TLS bytes out of the BIO to sending them
+        sock.settimeout(timeout_s)
+        while True:
+            try:
+                self._tls.do_handshake()
+                break
+            except ssl.SSLWantReadError:
+                self._flush()
+                data = sock.recv(65536)
+                if not data:
+                    raise ConnectionLost(f"{host} closed the connection during the TLS handshake") from None
+                self._incoming.write(data)
+        self._flush()
+        sock.settimeout(None)
+
+    def _flush(self) -> None:
+        """Sends the TLS bytes waiting in the outgoing BIO."""
+        with self._send_lock:
+            with self._lock:
+                data = self._outgoing.read()
+            if data:
+                self._sock.sendall(data)
+
+    def sendall(self, data: bytes | memoryview) -> None:
+        with self._send_lock:
+            with self._lock:
+                self._tls.write(data)
+                out = self._outgoing.read()
+            self._sock.sendall(out)
+
+    def recv_into(self, buffer: memoryview) -> int:
+        """Reads decrypted bytes into `buffer` (one reader thread); 0 at the end of the stream."""
+        while True:
+            with self._lock:
+                try:
+                    got: int | None = self._tls.read(len(buffer), buffer)
+                except ssl.SSLWantReadError:
+                    got = None
+                except ssl.SSLZeroReturnError:
+                    got = 0
+                answer = self._outgoing.pending  # e.g. a TLS 1.3 key update's reply
+            if answer:
+                self._flush()
+            if got is not None:
+                return got
+            data = self._sock.recv(256 * 1024)
+            if not data:
+                return 0
+            with self._lock:
+                self._incoming.write(data)
+
+
+class _TlsReader(io.RawIOBase):
+    """A `TlsStream`'s decrypted bytes as a raw stream, for a buffered reader."""
+
+    def __init__(self, stream: TlsStream) -> None:
+        self._stream = stream
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # type: ignore[no-untyped-def, override]
+        return self._stream.recv_into(memoryview(buffer).cast("B"))
 
 
 def split_address(address: str) -> tuple[str, int]:
@@ -168,14 +245,18 @@ class RemotingConnection:
         sock = socket.create_connection((host, port), timeout=connect_timeout_s)
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if tls is not None:
-                sock = tls.wrap_socket(sock, server_hostname=host)
+            stream = None if tls is None else TlsStream(sock, tls, host, connect_timeout_s)
             sock.settimeout(None)
         except BaseException:
             sock.close()
             raise
         self._sock = sock
-        self._file = sock.makefile("rb", buffering=256 * 1024)
+        if stream is None:
+            self._sendall: Callable[[bytes | memoryview], None] = sock.sendall
+            self._file = sock.makefile("rb", buffering=256 * 1024)
+        else:
+            self._sendall = stream.sendall
+            self._file = io.BufferedReader(_TlsReader(stream), 256 * 1024)
         self._write_lock = threading.Lock()
         self._pending: dict[int, Future[RemotingCommand] | Reply] = {}
         self._pending_lock = threading.Lock()
@@ -210,9 +291,9 @@ class RemotingConnection:
         fut.add_done_callback(lambda f, o=opaque: self._forget(o) if f.cancelled() else None)
         try:
             with self._write_lock:
-                self._sock.sendall(head)
+                self._sendall(head)
                 if len(body):
-                    self._sock.sendall(body)
+                    self._sendall(body)
         except OSError as e:
             self._fail(e)
         return fut
@@ -232,7 +313,7 @@ class RemotingConnection:
                 self._pending[opaque] = reply
         try:
             with self._write_lock:
-                self._sock.sendall(b"".join(heads))
+                self._sendall(b"".join(heads))
         except OSError as e:
             self._fail(e)
         return replies
@@ -241,7 +322,7 @@ class RemotingConnection:
         head = encode_request(code, ext_fields, body, next(self._opaques) & 0x7FFFFFFF, ONEWAY_FLAG)
         try:
             with self._write_lock:
-                self._sock.sendall(head + body)
+                self._sendall(head + body)
         except OSError as e:
             self._fail(e)
 
@@ -342,7 +423,7 @@ class RemotingConnection:
         header = encode_header(resp, SerializeType.JSON)
         try:
             with self._write_lock:
-                self._sock.sendall(_PREFIX.pack(4 + len(header), len(header)) + header)
+                self._sendall(_PREFIX.pack(4 + len(header), len(header)) + header)
         except OSError as e:
             self._fail(e)
 
