@@ -292,11 +292,9 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # ConsumerOffsetManager.commitOffset), so two first commits in parallel can lose one: each
         # (topic, broker) this reader never committed to gets one queue's commit first, waited for here.
         seeds, rest = _first_per_broker(todo, {(k.topic, k.broker) for k in self._committed})
-        if seeds:
-            seeded = submit_queues(commit, seeds)
-            wait(seeded)
-            return _Commit(seeds + rest, seeded + submit_queues(commit, rest))
-        return _Commit(rest, submit_queues(commit, rest))
+        seeded = submit_queues(commit, seeds)
+        wait(seeded)
+        return _Commit(seeds + rest, seeded + submit_queues(commit, rest))
 
     def _finish_commit(self, commit: _Commit | None) -> None:
         """Waits for a started commit; records it, or logs why it failed."""

@@ -69,15 +69,15 @@ class TlsStream:
     """TLS over a blocking socket through an in-memory `ssl.SSLObject`, so that the reader thread can wait
     for data while other threads send: an `ssl.SSLSocket` must not be read and written at once (OpenSSL's
     SSL objects are not thread-safe; python/cpython#143756). Every SSLObject call holds one short lock; the
-    socket is read and written outside it, and TLS records leave in the order they were made."""
+    socket is read and written outside it, and TLS records leave in the order they were made. The handshake
+    runs within the socket's timeout."""
 
-    def __init__(self, sock: socket.socket, context: ssl.SSLContext, host: str, timeout_s: float) -> None:
+    def __init__(self, sock: socket.socket, context: ssl.SSLContext, host: str) -> None:
         self._sock = sock
         self._incoming, self._outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
         self._tls = context.wrap_bio(self._incoming, self._outgoing, server_hostname=host)
         self._lock = threading.Lock()  # the SSLObject and its BIOs
         self._send_lock = threading.Lock()  # held from taking TLS bytes out of the BIO to sending them
-        sock.settimeout(timeout_s)
         while True:
             try:
                 self._tls.do_handshake()
@@ -89,7 +89,6 @@ class TlsStream:
                     raise ConnectionLost(f"{host} closed the connection during the TLS handshake") from None
                 self._incoming.write(data)
         self._flush()
-        sock.settimeout(None)
 
     def _flush(self) -> None:
         """Sends the TLS bytes waiting in the outgoing BIO."""
@@ -245,7 +244,7 @@ class RemotingConnection:
         sock = socket.create_connection((host, port), timeout=connect_timeout_s)
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            stream = None if tls is None else TlsStream(sock, tls, host, connect_timeout_s)
+            stream = None if tls is None else TlsStream(sock, tls, host)
             sock.settimeout(None)
         except BaseException:
             sock.close()

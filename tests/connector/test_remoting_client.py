@@ -423,12 +423,18 @@ def test_stored_messages_convert_to_the_readers_schema() -> None:
     )
 
 
-def test_tls_with_the_cas_certificate_and_a_clear_error_without_tls(servers, certificate) -> None:  # noqa: F811
-    cert_pem, key_pem, cert_file = certificate
+def _server_tls(cert: tuple) -> tuple[bytes, ssl.SSLContext]:
+    """The certificate fixture's PEM and a server context serving it."""
+    cert_pem, key_pem, cert_file = cert
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     key_file = cert_file.with_name("key.pem")
     key_file.write_bytes(key_pem)
     ctx.load_cert_chain(cert_file, key_file)
+    return cert_pem, ctx
+
+
+def test_tls_with_the_cas_certificate_and_a_clear_error_without_tls(servers, certificate) -> None:  # noqa: F811
+    cert_pem, ctx = _server_tls(certificate)
     srv = servers(lambda cmd: cmd.response(0, ext_fields={"offset": "3"}), tls=ctx)
     q = RouteEntry(MessageQueue("t", "broker-a", 0), srv.address)
     client = RemotingClient(ClientConfig(name_server="127.0.0.1:1", tls=True, tls_ca_pem=cert_pem))
@@ -448,11 +454,7 @@ def test_a_tls_connection_reads_while_other_threads_send(servers, certificate) -
     in all: every answer comes back to its request, whole (an `ssl.SSLSocket` read and written at once by
     two threads can lose or garble records; `TlsStream` keeps one TLS object call at a time). This load did
     not make the former `SSLSocket` fail here; a CI run against a real broker lost one answer that way."""
-    cert_pem, key_pem, cert_file = certificate
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    key_file = cert_file.with_name("key.pem")
-    key_file.write_bytes(key_pem)
-    ctx.load_cert_chain(cert_file, key_file)
+    cert_pem, ctx = _server_tls(certificate)
     srv = servers(lambda cmd: cmd.response(0, body=bytes(cmd.body)[::-1]), tls=ctx)
     client_ctx = ssl.create_default_context(cadata=cert_pem.decode())
     pool = ConnectionPool(client_ctx)
