@@ -17,7 +17,7 @@ import pytest
 from broker_emulator.core.cluster import Cluster, ClusterConfig
 from broker_emulator.core.long_polling import LongPollingService
 from broker_emulator.core.send_columns import SendColumns
-from broker_emulator.core.store.consume_queue import ConsumeQueue
+from broker_emulator.core.store.consume_queue import MERGE_BELOW, MERGE_LIMIT, ConsumeQueue
 from broker_emulator.core.store.records import MESSAGE_SCHEMA, MessageColumns, repeated
 from broker_emulator.grpc_v2.messages import send_columns, send_response_bytes, timestamp_ms
 from broker_emulator.grpc_v2.messaging import MessagingService, ReceivedSend
@@ -392,12 +392,20 @@ def test_consume_queue_merges_small_appends_and_keeps_large_ones() -> None:
         cq.append(cols.to_batch(offset, 1), 0, n)
         offset += n
 
-    for n in (1, 1, 3, 500, 1, 2, 600, 600):
+    for n in (1, 1, 3, 500, MERGE_BELOW, 1, 2, MERGE_BELOW - 2, MERGE_BELOW - 1, 7, 3):
         append(n)
-    assert [seg.count for seg in cq.segments] == [5, 503, 600, 600]
-    ids = cq.read(0, 10_000).column("message_id").to_pylist()
-    assert ids == [str(i) for i in range(offset)]
+    # below MERGE_BELOW rows joins the last segment while it stays within MERGE_LIMIT rows
+    third = 2 * MERGE_BELOW - 3
+    assert third <= MERGE_LIMIT < third + 7
+    assert [seg.count for seg in cq.segments] == [505, MERGE_BELOW + 3, third, 10]
+    table = cq.read(0, 100_000)
+    assert table.column("message_id").to_pylist() == [str(i) for i in range(offset)]
+    # closed segments are read as one joined batch each, the growing tail as slices of its appends
+    assert [len(c) for c in table.column(0).chunks] == [505, MERGE_BELOW + 3, third, 7, 3]
+    assert [len(seg.parts) for seg in cq.segments] == [1, 1, 1, 2]
     assert cq.read(4, 3).column("queue_offset").to_pylist() == [4, 5, 6]
+    tail = cq.segments[-1].base
+    assert cq.read(tail + 5, 4).column("queue_offset").to_pylist() == list(range(tail + 5, tail + 9))
 
 
 def test_add_to_server_answers_send_message_with_raw_bytes(loop: asyncio.AbstractEventLoop) -> None:

@@ -14,15 +14,18 @@ import pyarrow.compute as pc
 
 from .records import MESSAGE_SCHEMA
 
-# Appends smaller than MERGE_BELOW rows (e.g. single-message sends) join the last segment while it holds at
-# most MERGE_LIMIT rows; larger appends are segments of their own (never copied).
-MERGE_LIMIT = 4096
-MERGE_BELOW = 256
+# Appends smaller than MERGE_BELOW rows (single sends, a producer's batch spread over many queues) join the
+# last segment while it holds at most MERGE_LIMIT rows; larger appends are segments of their own (never
+# copied). A pull then answers with a few large record batches instead of many small ones: each batch costs
+# the IPC writer and the client's reader, whatever its size, and the client joins small ones.
+MERGE_LIMIT = 8192
+MERGE_BELOW = 4096
 
 
 @dataclass
 class Segment:
-    """Consecutive entries of a consume queue; merged appends are concatenated on first read, not per append."""
+    """Consecutive entries of a consume queue; merged appends are concatenated on their first read once the
+    segment is closed (a later one exists), not per append: reads of the open tail slice its parts."""
 
     base: int
     parts: list[pa.RecordBatch]
@@ -42,6 +45,16 @@ class Segment:
     @property
     def end(self) -> int:
         return self.base + self.count
+
+    def slices(self, lo: int, hi: int) -> list[pa.RecordBatch]:
+        """Rows [lo, hi) of the segment as slices of its parts, without joining them."""
+        out, start = [], 0
+        for part in self.parts:
+            end = start + part.num_rows
+            if end > lo and start < hi:
+                out.append(part.slice(max(lo - start, 0), min(hi, end) - max(lo, start)))
+            start = end
+        return out
 
     def add(self, batch: pa.RecordBatch, size: int) -> None:
         self.parts.append(batch)
@@ -100,7 +113,10 @@ class ConsumeQueue:
             lo = max(offset, seg.base) - seg.base
             hi = min(end, seg.end) - seg.base
             if hi > lo:
-                parts.append(seg.batch.slice(lo, hi - lo))
+                if i == len(self.segments) - 1:
+                    parts += seg.slices(lo, hi)  # still growing: joined once it is closed
+                else:
+                    parts.append(seg.batch.slice(lo, hi - lo))
             i += 1
         return pa.Table.from_batches(parts, schema=MESSAGE_SCHEMA)
 
