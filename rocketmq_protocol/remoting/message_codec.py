@@ -144,14 +144,17 @@ def record_starts(
     """Byte offsets of the records in each (start, end) span of `data`, following TOTALSIZE.
 
     Spans whose records all have the first one's size (fixed-size messages: same body size and property
-    layout) are recognised with one vectorised check (`_uniform_starts`), all together when they can be;
-    other spans are walked record by record.
+    layout) are recognised with one vectorised check (`_uniform_starts`), all together when they can be.
+    Many spans (a real broker's answers of 32 messages each) are walked in lockstep, one vectorised step
+    per record of a span (`_lockstep_starts`); the spans still open once few are left, and the records of a
+    few large spans, are walked record by record.
     Raises MessageDecodeError when a size is below `minimum` or runs past its span.
     """
-    unpack = _I32.unpack_from
     whole = _uniform_starts(data, spans, minimum)
     if whole is not None:
         return whole
+    if len(spans) >= LOCKSTEP_MIN_SPANS:
+        return _lockstep_starts(data, spans, minimum)
     parts: list[np.ndarray] = []
     for first, end in spans:
         same = _uniform_starts(data, [(first, end)], minimum) if len(spans) > 1 else None
@@ -159,30 +162,86 @@ def record_starts(
             parts.append(same)
             continue
         out: list[int] = []
-        append = out.append
-        pos = first
-        try:
-            while pos < end:  # the only per-message Python loop: keep it to one unpack and one test
-                append(pos)
-                size = unpack(data, pos)[0]
-                if size < minimum:
-                    raise MessageDecodeError(
-                        f"record at offset {pos} has TOTALSIZE {size} (minimum {minimum})"
-                    )
-                pos += size
-        except struct.error:
-            raise MessageDecodeError(
-                f"{end - pos} trailing bytes at offset {pos} cannot hold a TOTALSIZE"
-            ) from None
-        if pos != end:
-            last = out[-1]
-            raise MessageDecodeError(
-                f"record at offset {last} has TOTALSIZE {pos - last}; only {end - last} bytes remain"
-            )
+        _walk(data, first, end, minimum, out)
         parts.append(np.array(out, dtype=np.int64))
     if not parts:
         return np.zeros(0, dtype=np.int64)
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+#: Spans walked together (`_lockstep_starts`) while at least this many are open: one step costs a few
+#: whole-array operations, worth it over the per-record loop only when it advances many spans at once.
+LOCKSTEP_MIN_SPANS = 16
+
+
+def _walk(
+    data: bytes | bytearray | memoryview | np.ndarray, pos: int, end: int, minimum: int, out: list[int]
+) -> None:
+    """Appends the starts of the records from `pos` to `end` to `out`, one record at a time."""
+    unpack = _I32.unpack_from
+    try:
+        while pos < end:  # the only per-message Python loop: keep it to one unpack and one test
+            out.append(pos)
+            size = unpack(data, pos)[0]
+            if size < minimum:
+                raise MessageDecodeError(f"record at offset {pos} has TOTALSIZE {size} (minimum {minimum})")
+            pos += size
+    except struct.error:
+        raise MessageDecodeError(
+            f"{end - pos} trailing bytes at offset {pos} cannot hold a TOTALSIZE"
+        ) from None
+    if pos != end:
+        last = out[-1]
+        raise MessageDecodeError(
+            f"record at offset {last} has TOTALSIZE {pos - last}; only {end - last} bytes remain"
+        )
+
+
+def _lockstep_starts(
+    data: bytes | bytearray | memoryview | np.ndarray, spans: Sequence[tuple[int, int]], minimum: int
+) -> np.ndarray:
+    """`record_starts` of many spans (in buffer order, not overlapping): each step reads the next record's
+    TOTALSIZE of every open span at once, so the steps number the records of the longest span."""
+    buf = data if isinstance(data, np.ndarray) else as_u8(data)
+    bounds = np.array(spans, dtype=np.int64).reshape(-1, 2)
+    pos, ends = bounds[:, 0].copy(), bounds[:, 1]
+    open_ = np.flatnonzero(pos < ends)
+    steps: list[np.ndarray] = []  # per step, every span's record start (-1: the span was closed)
+    while len(open_) >= LOCKSTEP_MIN_SPANS:
+        at, end = pos[open_], ends[open_]
+        short = np.flatnonzero(at + 4 > end)
+        if len(short):
+            i = int(short[0])
+            raise MessageDecodeError(
+                f"{int(end[i] - at[i])} trailing bytes at offset {int(at[i])} cannot hold a TOTALSIZE"
+            )
+        size = gather(buf, at, ">i4").astype(np.int64)
+        small = np.flatnonzero(size < minimum)
+        if len(small):
+            i = int(small[0])
+            raise MessageDecodeError(
+                f"record at offset {int(at[i])} has TOTALSIZE {int(size[i])} (minimum {minimum})"
+            )
+        row = np.full(len(pos), -1, dtype=np.int64)
+        row[open_] = at
+        steps.append(row)
+        nxt = at + size
+        past = np.flatnonzero(nxt > end)
+        if len(past):
+            i = int(past[0])
+            raise MessageDecodeError(
+                f"record at offset {int(at[i])} has TOTALSIZE {int(size[i])}; only {int(end[i] - at[i])} bytes remain"
+            )
+        pos[open_] = nxt
+        open_ = open_[nxt < end]
+    found = np.stack(steps, axis=1).ravel() if steps else np.zeros(0, dtype=np.int64)
+    found = found[found >= 0]  # span by span, each in record order: buffer order
+    if not len(open_):
+        return found
+    rest: list[int] = []  # the spans still open, finished one record at a time
+    for i in open_.tolist():
+        _walk(data, int(pos[i]), int(ends[i]), minimum, rest)
+    return np.sort(np.concatenate([found, np.array(rest, dtype=np.int64)]))
 
 
 def _uniform_starts(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import struct
 import zlib
 
@@ -15,12 +16,14 @@ from rocketmq_protocol.remoting.columns import uniform_value
 from rocketmq_protocol.remoting.errors import BatchDecodeError, MessageDecodeError
 from rocketmq_protocol.remoting.flags import MessageSysFlag
 from rocketmq_protocol.remoting.message_codec import (
+    LOCKSTEP_MIN_SPANS,
     MAGIC_V2,
     _join_buffer,
     decode_batch,
     decode_stored,
     encode_batch,
     encode_stored,
+    record_starts,
 )
 from rocketmq_protocol.remoting.message_id import UniqIdGenerator, create_offset_message_id, parse_uniq_id
 from rocketmq_protocol.remoting.properties import (
@@ -273,6 +276,65 @@ def test_many_answers_of_same_size_records_decode_as_one():
     assert decode_stored(parts).to_pylist() == decode_stored(data).to_pylist()
     with pytest.raises(MessageDecodeError, match="TOTALSIZE"):
         decode_stored([data[: size + 10], data[size + 10 :]])
+
+
+def _variable_records(n: int, seed: int = 0) -> tuple[bytes, np.ndarray]:
+    """`n` records of varied sizes, and where each starts (one more: the end)."""
+    rng = np.random.default_rng(seed)
+    bodies = [b"b" * int(k) for k in rng.integers(1, 300, n)]
+    records = [
+        encode_stored(
+            topic="T",
+            queue_id=0,
+            queue_offset=np.array([i]),
+            commitlog_offset=np.array([i]),
+            body=pa.array([b]),
+            properties=f"UNIQ_KEY\x01{i:032X}\x02",
+        )
+        for i, b in enumerate(bodies)
+    ]
+    return b"".join(records), np.cumsum([0, *map(len, records)])
+
+
+@pytest.mark.parametrize("per_span", [[3] * 40, [32] * 20, [2] * 18 + [50, 70], [0, 5, 1, *([4] * 30), 0]])
+def test_many_answers_of_varied_records_are_walked_together(per_span):
+    """Many bodies of varied record sizes (a real broker's answers) are walked in lockstep: the same records
+    as one body walked record by record, including spans left to finish alone and empty ones."""
+    assert len(per_span) >= LOCKSTEP_MIN_SPANS
+    data, starts = _variable_records(sum(per_span))
+    cuts = np.cumsum([0, *per_span])
+    parts = [data[starts[a] : starts[b]] for a, b in itertools.pairwise(cuts)]
+    whole = decode_stored(data)
+    assert decode_stored(parts).to_pylist() == whole.to_pylist()
+    buf = np.frombuffer(data, np.uint8)
+    spans = [(int(starts[a]), int(starts[b])) for a, b in itertools.pairwise(cuts)]
+    assert record_starts(buf, spans, 50).tolist() == starts[:-1].tolist()
+
+
+def _first_record(mutate):
+    """A change to the first record of an answer, the rest of the answer kept."""
+
+    def apply(part: bytes, size: int) -> bytes:
+        return mutate(part[:size]) + part[size:]
+
+    return apply
+
+
+@pytest.mark.parametrize(
+    ("span", "mutate", "match"),
+    [
+        (7, _first_record(lambda r: struct.pack(">i", 10) + r[4:]), "TOTALSIZE 10 \\(minimum"),
+        (7, _first_record(lambda r: struct.pack(">i", 1 << 20) + r[4:]), "only"),
+        (19, lambda part, size: part + b"\0\0", "trailing bytes"),
+        (0, lambda part, size: part[:-1], "only"),
+    ],
+)
+def test_malformed_answers_walked_together_are_refused(span, mutate, match):
+    data, starts = _variable_records(60, seed=1)
+    parts = [data[starts[i] : starts[i + 3]] for i in range(0, 60, 3)]
+    parts[span] = mutate(parts[span], int(starts[3 * span + 1] - starts[3 * span]))
+    with pytest.raises(MessageDecodeError, match=match):
+        decode_stored(parts)
 
 
 def _reference_join(pieces: list) -> bytes:
