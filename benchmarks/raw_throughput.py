@@ -31,6 +31,7 @@ import grpc
 from connector.clients import PullStatus, get_client
 from connector.config import ClientConfig
 from connector.queues import RouteEntry
+from connector.worker_heap import keep_freed_memory
 from rocketmq_protocol.extension import pb, pb_grpc
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from rocketmq_protocol.grpc_v2 import service_pb2 as s
@@ -189,8 +190,9 @@ def client_pull(
 ) -> tuple[float, int]:
     """The connector's client (`RocketMQClient.pull`: the bulk protocol, or remoting PULL_MESSAGE with a
     `name_server`) over every queue of `topic`, each answer decoded to an Arrow table; `threads` queues at a
-    time (as many pulls in flight as Spark's read tasks have on this machine's two cores):
-    (messages/s, messages)."""
+    time (as many pulls in flight as Spark's read tasks have on this machine's two cores), with the malloc
+    settings a read task's worker has (`connector/worker_heap.py`): (messages/s, messages)."""
+    keep_freed_memory()
     config = (
         ClientConfig(name_server=name_server)
         if name_server

@@ -14,7 +14,7 @@ later task of that worker, reads included, paid a 50 ms collection after it. Mod
 as the worker, and a task starts right after the previous one's full collection, so what is frozen then
 is what the worker keeps anyway.
 
-With glibc the same call also keeps freed memory in the worker (`_keep_freed_memory`): by default glibc
+With glibc the same call also keeps freed memory in the worker (`keep_freed_memory`): by default glibc
 hands memory back to the kernel as soon as a few hundred KiB to a few MiB are free (heap top trimming,
 buffers above the mmap threshold unmapped on free), so every pull's multi-MiB response and Arrow buffers
 are page-faulted in afresh: 0.03–0.05 minor faults and 0.08–0.12 µs of system time per message in a
@@ -49,14 +49,14 @@ def freeze_worker_heap() -> None:
     gc.collect(1)
     gc.freeze()
     if first:
-        _keep_freed_memory()
+        keep_freed_memory()
 
 
 _M_TRIM_THRESHOLD = -1  # glibc malloc.h: free heap top above this goes back to the kernel
 _M_MMAP_THRESHOLD = -3  # glibc malloc.h: allocations above this are mmapped, and unmapped on free
 
 
-def _keep_freed_memory() -> None:
+def keep_freed_memory() -> None:
     """glibc only: keep up to 64 MiB of freed memory and heap-allocate buffers up to 32 MiB."""
     if platform.libc_ver()[0] != "glibc":
         return
