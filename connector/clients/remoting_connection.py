@@ -99,11 +99,9 @@ class TlsStream:
                 self._sock.sendall(data)
 
     def sendall(self, data: bytes | memoryview) -> None:
-        with self._send_lock:
-            with self._lock:
-                self._tls.write(data)
-                out = self._outgoing.read()
-            self._sock.sendall(out)
+        with self._lock:
+            self._tls.write(data)
+        self._flush()  # the BIO keeps records in order, and what one flush takes the next does not resend
 
     def recv_into(self, buffer: memoryview) -> int:
         """Reads decrypted bytes into `buffer` (one reader thread); 0 at the end of the stream."""

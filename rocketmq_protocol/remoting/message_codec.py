@@ -184,17 +184,24 @@ def _walk(
             out.append(pos)
             size = unpack(data, pos)[0]
             if size < minimum:
-                raise MessageDecodeError(f"record at offset {pos} has TOTALSIZE {size} (minimum {minimum})")
+                raise _size_below(pos, size, minimum)
             pos += size
     except struct.error:
-        raise MessageDecodeError(
-            f"{end - pos} trailing bytes at offset {pos} cannot hold a TOTALSIZE"
-        ) from None
+        raise _trailing_bytes(pos, end) from None
     if pos != end:
-        last = out[-1]
-        raise MessageDecodeError(
-            f"record at offset {last} has TOTALSIZE {pos - last}; only {end - last} bytes remain"
-        )
+        raise _size_past_end(out[-1], pos - out[-1], end)
+
+
+def _size_below(pos: int, size: int, minimum: int) -> MessageDecodeError:
+    return MessageDecodeError(f"record at offset {pos} has TOTALSIZE {size} (minimum {minimum})")
+
+
+def _size_past_end(pos: int, size: int, end: int) -> MessageDecodeError:
+    return MessageDecodeError(f"record at offset {pos} has TOTALSIZE {size}; only {end - pos} bytes remain")
+
+
+def _trailing_bytes(pos: int, end: int) -> MessageDecodeError:
+    return MessageDecodeError(f"{end - pos} trailing bytes at offset {pos} cannot hold a TOTALSIZE")
 
 
 def _lockstep_starts(
@@ -212,16 +219,12 @@ def _lockstep_starts(
         short = np.flatnonzero(at + 4 > end)
         if len(short):
             i = int(short[0])
-            raise MessageDecodeError(
-                f"{int(end[i] - at[i])} trailing bytes at offset {int(at[i])} cannot hold a TOTALSIZE"
-            )
+            raise _trailing_bytes(int(at[i]), int(end[i]))
         size = gather(buf, at, ">i4").astype(np.int64)
         small = np.flatnonzero(size < minimum)
         if len(small):
             i = int(small[0])
-            raise MessageDecodeError(
-                f"record at offset {int(at[i])} has TOTALSIZE {int(size[i])} (minimum {minimum})"
-            )
+            raise _size_below(int(at[i]), int(size[i]), minimum)
         row = np.full(len(pos), -1, dtype=np.int64)
         row[open_] = at
         steps.append(row)
@@ -229,9 +232,7 @@ def _lockstep_starts(
         past = np.flatnonzero(nxt > end)
         if len(past):
             i = int(past[0])
-            raise MessageDecodeError(
-                f"record at offset {int(at[i])} has TOTALSIZE {int(size[i])}; only {int(end[i] - at[i])} bytes remain"
-            )
+            raise _size_past_end(int(at[i]), int(size[i]), int(end[i]))
         pos[open_] = nxt
         open_ = open_[nxt < end]
     found = np.stack(steps, axis=1).ravel() if steps else np.zeros(0, dtype=np.int64)
