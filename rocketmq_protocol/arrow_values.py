@@ -6,6 +6,8 @@ columns through these instead."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pyarrow as pa
 
@@ -132,7 +134,7 @@ def fixed_width_rows(pieces: list[pa.Array | bytes], n: int) -> np.ndarray | Non
 
     The rows are written as records of a packed structured dtype, one field per piece: NumPy copies each
     field's values whole (~3× faster here than assigning column ranges of a 2-D uint8 array, whose short
-    rows each pay the inner loop's overhead)."""
+    rows each pay the inner loop's overhead), block by block (`fill_fields`)."""
     widths = []
     for p in pieces:
         if isinstance(p, bytes):
@@ -149,9 +151,36 @@ def fixed_width_rows(pieces: list[pa.Array | bytes], n: int) -> np.ndarray | Non
     if not used:
         return np.empty((n, 0), np.uint8)
     records = np.empty(n, np.dtype([(f"f{i}", f"V{w}") for i, _, w in used]))
-    for i, p, w in used:
-        if isinstance(p, bytes):
-            records[f"f{i}"] = np.frombuffer(p, f"V{w}")[0]
-        else:
-            records[f"f{i}"] = np.frombuffer(p.buffers()[2], f"V{w}", n, int(value_offsets(p)[0]))
+    fill_fields(
+        records,
+        [
+            (
+                f"f{i}",
+                np.frombuffer(p, f"V{w}")[0]
+                if isinstance(p, bytes)
+                else np.frombuffer(p.buffers()[2], f"V{w}", n, int(value_offsets(p)[0])),
+            )
+            for i, p, w in used
+        ],
+    )
     return records.view(np.uint8).reshape(n, total)
+
+
+#: Bytes of records `fill_fields` writes at a time: a block that stays in the CPU's cache while each of its
+#: fields is written, where a pass of each field over megabytes of records goes to memory. Best of 15 here,
+#: 32,768 records of 319 bytes (4 pieces): 108-116 ns per record in 256 KiB-1 MiB blocks, 159-196 ns field
+#: by field over all of them; 1.4 MB of records: the same either way; 4 MB of 1 KB rows: 329-341 ns unblocked,
+#: 345-353 blocked.
+FILL_BLOCK_BYTES = 512 << 10
+
+
+def fill_fields(records: np.ndarray, values: list[tuple[str, Any]]) -> None:
+    """`records[name] = value` for each (name, value), block by block of FILL_BLOCK_BYTES. A value is an
+    array of one entry per record or a scalar written into every record."""
+    n = len(records)
+    step = max(1, FILL_BLOCK_BYTES // max(records.dtype.itemsize, 1))
+    per_row = [(name, value, isinstance(value, np.ndarray) and value.ndim > 0) for name, value in values]
+    for start in range(0, n, step):
+        block = records[start : start + step]
+        for name, value, rows in per_row:
+            block[name] = value[start : start + step] if rows else value

@@ -24,7 +24,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..arrow_values import binary_scalar, bool_values, fixed_width_rows, from_numpy, int64_values
+from ..arrow_values import (
+    binary_scalar,
+    bool_values,
+    fill_fields,
+    fixed_width_rows,
+    from_numpy,
+    int64_values,
+)
 from .columns import (
     PAD,
     as_u8,
@@ -756,8 +763,7 @@ def encode_stored_records(
         uniform = len(codes) == 1  # every record has this layout: no row selection, no scatter
         rows = slice(None) if uniform else np.flatnonzero(layout == code)
         rec = np.zeros(n if uniform else len(rows), dtype=dt)
-        for name, col in fields.items():
-            rec[name] = col[rows]
+        fill_fields(rec, [(name, col[rows]) for name, col in fields.items()])
         raw = rec.view(np.uint8).reshape(len(rec), dt.itemsize)
         bw, sw = (16 if bv6 else 4), (16 if sv6 else 4)
         raw[:, 48 : 48 + bw] = born_ip[rows, :bw]

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pytest
 
+from rocketmq_protocol import arrow_values
 from rocketmq_protocol.arrow_values import (
     binary_scalar,
     bool_values,
     byte_lengths,
     empty_scalar,
+    fill_fields,
+    fixed_width_rows,
     from_numpy,
     int64_values,
     int_scalar,
@@ -76,3 +80,29 @@ def test_scalars_and_strings() -> None:
     assert empty_scalar(keys).as_py() == [] and empty_scalar(keys).type == keys
     assert empty_scalar(props).as_py() == [] and empty_scalar(props).is_valid
     assert string_array(["a", "", "ü"]).to_pylist() == ["a", "", "ü"]
+
+
+@pytest.mark.parametrize("block_bytes", [1, 24, 100, 1 << 20])
+def test_fill_fields_writes_every_record_whatever_the_block(monkeypatch, block_bytes: int) -> None:
+    """Blocks of one record, of a few records with a short last block, and one block for all give the same
+    records: per-record values where they are arrays, a scalar in every record."""
+    monkeypatch.setattr(arrow_values, "FILL_BLOCK_BYTES", block_bytes)
+    n = 11
+    records = np.zeros(n, np.dtype([("a", ">i4"), ("b", ">i8"), ("c", "V3")]))
+    fill_fields(records, [("a", np.arange(n)), ("b", np.int64(-7)), ("c", np.frombuffer(b"xyz", "V3")[0])])
+    assert records["a"].tolist() == list(range(n))
+    assert records["b"].tolist() == [-7] * n
+    assert records.view(np.uint8).reshape(n, 15)[:, 12:].tobytes() == b"xyz" * n
+
+
+@pytest.mark.parametrize("block_bytes", [1, 64, 1 << 20])
+def test_fixed_width_rows_joins_pieces_row_by_row(monkeypatch, block_bytes: int) -> None:
+    monkeypatch.setattr(arrow_values, "FILL_BLOCK_BYTES", block_bytes)
+    ids = pa.array([b"%04d" % i for i in range(10)], pa.binary()).slice(3)  # sliced: values from offset 3
+    names = pa.array(["ab"] * 7, pa.string())
+    rows = fixed_width_rows([b"<", ids, b"", names, b">>"], 7)
+    assert rows is not None and rows.shape == (7, 9)
+    assert [bytes(r) for r in rows] == [b"<%04dab>>" % i for i in range(3, 10)]
+    assert fixed_width_rows([pa.array([b"a", b"bc"])], 2) is None  # lengths vary
+    assert fixed_width_rows([pa.array([b"a", None])], 2) is None  # a null
+    assert fixed_width_rows([b"", b""], 4).shape == (4, 0)
