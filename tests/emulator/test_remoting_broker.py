@@ -10,9 +10,11 @@ import zlib
 
 import pytest
 
+from broker_emulator.remoting.pulling import PULL_MAX_RECORD_BYTES
 from rocketmq_protocol.remoting import fastjson
 from rocketmq_protocol.remoting.codes import RequestCode as Q
 from rocketmq_protocol.remoting.codes import ResponseCode as R
+from rocketmq_protocol.remoting.frames import MAX_FRAME_LENGTH
 from rocketmq_protocol.remoting.message_codec import encode_batch
 from rocketmq_protocol.remoting.message_id import decode_offset_message_id
 from rocketmq_protocol.remoting.properties import encode_properties
@@ -246,6 +248,27 @@ def test_pull_statuses_and_offsets(broker_a, topic):
     assert r.code == R.INVALID_PARAMETER and "queueId[99] is illegal" in r.remark
     r = broker_a.pull(topic, 0, 0, subscription="a >", expression_type="SQL92")
     assert r.code == R.SUBSCRIPTION_PARSE_FAILED
+
+
+def test_pull_answer_stays_within_a_frame_clients_accept(broker_a, topic):
+    """maxMsgNums covers 20 MiB of 1 MiB bodies: the answer stops before its frame would pass the 16 MiB
+    clients accept, and nextBeginOffset names the first message left for the next pull."""
+    body = bytes(range(256)) * 4096  # 1 MiB
+    for i in range(20):
+        assert broker_a.send_message(topic, body, queue_id=0, properties={"i": str(i)}).code == R.SUCCESS
+    got: list[dict] = []
+    counts = []
+    while len(got) < 20:
+        r = broker_a.pull(topic, 0, len(got), max_nums=32)
+        assert r.code == R.SUCCESS
+        assert len(r.body) <= PULL_MAX_RECORD_BYTES < MAX_FRAME_LENGTH
+        rows = messages(r).to_pylist()
+        assert int(r.ext_fields["nextBeginOffset"]) == len(got) + len(rows)
+        got += rows
+        counts.append(len(rows))
+    assert counts == [14, 6]  # 15 MiB of records hold 14 of 1 MiB and a few hundred bytes each
+    assert [m["queue_offset"] for m in got] == list(range(20))
+    assert all(m["body"] == body for m in got)
 
 
 def test_sql92_filter(broker_a, topic):

@@ -530,7 +530,7 @@ _SQL = (
 )
 _CAP = (
     "a real broker returns at most 32 messages per pull from page cache (maxTransferCountOnMessageInMemory); the "
-    "emulator honours maxMsgNums up to 8192, which Java clients handle (they ask for 32 or fewer by default) "
+    "emulator honours maxMsgNums up to 32768 (and 15 MiB of records), which Java clients handle (they ask for 32 or fewer by default) "
     "and which spares readers that ask for more a round trip per 32 messages"
 )
 _GROUP = (
