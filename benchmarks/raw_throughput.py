@@ -30,7 +30,9 @@ import grpc
 
 from connector.clients import PullStatus, get_client
 from connector.config import ClientConfig
+from connector.options import DEFAULT_PULL_BATCH_SIZE
 from connector.queues import RouteEntry
+from connector.read_task import PULL_MAX_BYTES
 from connector.worker_heap import keep_freed_memory
 from rocketmq_protocol.extension import pb, pb_grpc
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
@@ -185,13 +187,23 @@ def bench_pull(endpoint: str, queues: int, max_messages: int, topic: str = TOPIC
     return total / dt, total
 
 
+#: What a read task asks each pull for by default (`pullBatchSize`, and at most 8 MiB of bodies).
+READ_TASK_PULL = {"max_messages": DEFAULT_PULL_BATCH_SIZE, "max_bytes": PULL_MAX_BYTES}
+
+
 def client_pull(
-    endpoints: str, topic: str, max_messages: int, threads: int = 2, name_server: str | None = None
+    endpoints: str,
+    topic: str,
+    max_messages: int,
+    threads: int = 2,
+    name_server: str | None = None,
+    max_bytes: int = 0,
 ) -> tuple[float, int]:
     """The connector's client (`RocketMQClient.pull`: the bulk protocol, or remoting PULL_MESSAGE with a
     `name_server`) over every queue of `topic`, each answer decoded to an Arrow table; `threads` queues at a
     time (as many pulls in flight as Spark's read tasks have on this machine's two cores), with the malloc
-    settings a read task's worker has (`connector/worker_heap.py`): (messages/s, messages)."""
+    settings a read task's worker has (`connector/worker_heap.py`); `max_bytes`: a pull's cap on body bytes
+    (0: the client's own): (messages/s, messages)."""
     keep_freed_memory()
     config = (
         ClientConfig(name_server=name_server)
@@ -205,7 +217,7 @@ def client_pull(
     def drain(q: RouteEntry) -> int:
         offset, n = starts[q], 0
         while True:
-            res = client.pull(q, offset, max_messages, group="bench")
+            res = client.pull(q, offset, max_messages, group="bench", max_bytes=max_bytes)
             if res.status != PullStatus.FOUND:
                 return n
             n += res.table.num_rows

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from benchmarks import spark_reads
-from benchmarks.raw_throughput import client_pull
+from benchmarks.raw_throughput import READ_TASK_PULL, client_pull
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -82,7 +82,7 @@ def measures(
     rows = [Row("real 5.x: write → rocketmq (nameServer)", write_rate, "rows/s", "reported")]
     time.sleep(2)  # the broker's consume queues catch up with the commit log
     log(f"real: remoting pull → Arrow of {n:,}")
-    rate, pulled = client_pull("", topic, 8192, name_server=name_server)
+    rate, pulled = client_pull("", topic, name_server=name_server, **READ_TASK_PULL)
     if pulled != n:
         raise RuntimeError(f"real remoting pull read {pulled} messages, wrote {n}")
     rows.append(Row("real 5.x: remoting pull → Arrow", rate, "msgs/s", "reported"))

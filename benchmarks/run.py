@@ -42,7 +42,7 @@ from benchmarks import (
 )
 from benchmarks.cpu_time import measured
 from benchmarks.latency_floor import latency_floor
-from benchmarks.raw_throughput import TOPIC, WARMUP_TOPIC, client_pull, start_emulator
+from benchmarks.raw_throughput import READ_TASK_PULL, TOPIC, WARMUP_TOPIC, client_pull, start_emulator
 from benchmarks.write_throughput import raw_send, spark_ratio
 
 if TYPE_CHECKING:
@@ -214,7 +214,7 @@ def run(
             send_rate, _ = raw_send(endpoints, n, size, topic=TOPIC, warmup_topic=WARMUP_TOPIC)
             rows.append(_at_least("raw batched send", send_rate, "msgs/s", 1, 300_000, "≥ 300,000"))
             log(f"raw bulk pull of {n:,}")
-            pull_rate, pulled = client_pull(endpoints, TOPIC, 8192)
+            pull_rate, pulled = client_pull(endpoints, TOPIC, **READ_TASK_PULL)
             if pulled != n:
                 raise RuntimeError(f"raw bulk pull read {pulled} messages, sent {n}")
             rows.append(_at_least("raw bulk pull → Arrow", pull_rate, "msgs/s", 1, 1_000_000, "≥ 1,000,000"))
@@ -223,7 +223,9 @@ def run(
                 raw_send(endpoints, n, size, topic=TOPIC, warmup_topic=WARMUP_TOPIC)
             client_pull(endpoints, WARMUP_TOPIC, 8192, name_server=raw_throughput.NAME_SERVER)  # connections
             log(f"remoting pull of {n:,} (name server {raw_throughput.NAME_SERVER})")
-            rate, pulled = client_pull(endpoints, TOPIC, 8192, name_server=raw_throughput.NAME_SERVER)
+            rate, pulled = client_pull(
+                endpoints, TOPIC, name_server=raw_throughput.NAME_SERVER, **READ_TASK_PULL
+            )
             if pulled != n:
                 raise RuntimeError(f"remoting pull read {pulled} messages, sent {n}")
             rows.append(_at_least("remoting pull → Arrow", rate, "msgs/s", 1, 1_000_000, "≥ 1,000,000"))
