@@ -64,3 +64,23 @@ def measured(emulator_pid: int | None) -> Iterator[CpuUse]:
         after = snapshot(emulator_pid)
         use.wall = time.perf_counter() - t0
         use.seconds = {k: max(after[k] - before[k], 0.0) for k in GROUPS}
+
+
+@dataclass
+class OwnCpu:
+    """CPU seconds this process (a raw client) spent inside a `with client_cpu()` block."""
+
+    seconds: float = 0.0
+
+
+@contextmanager
+def client_cpu() -> Iterator[OwnCpu]:
+    """`with client_cpu() as mine:` fills `mine.seconds` with this process's CPU inside the block (its
+    threads: the raw pulls' clients)."""
+    me = psutil.Process()
+    use = OwnCpu()
+    before = sum(me.cpu_times()[:2])
+    try:
+        yield use
+    finally:
+        use.seconds = sum(me.cpu_times()[:2]) - before

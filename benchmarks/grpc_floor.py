@@ -1,11 +1,16 @@
-"""What gRPC itself costs a Python server per request, with nothing done with the request: the floor under
-the emulator's SendMessage (and BulkPull) CPU per message.
+"""What gRPC itself costs, with nothing done with the bytes: the floor under the emulator's SendMessage and
+BulkPull CPU per message, and under the reader's.
 
     python -m benchmarks.grpc_floor [--bytes 281000] [--requests 800] [--in-flight 8]
+    python -m benchmarks.grpc_floor --response 6900000 [--message-bytes 210]
 
 A `grpc.aio` server in its own process answers each unary call with 20 bytes; a client sends `--requests`
 requests of `--bytes` bytes (the default: 1,250 of the writer's 225-byte messages) with `--in-flight` calls
 outstanding. Prints the server's CPU per request and per KiB, and per message for the default size.
+
+`--response N` turns it around, as a bulk pull does: each call is answered with the same N bytes, held
+ready by the server, to a client calling from two threads (a read task's pulls on this machine's two cores
+are two at a time). Prints the CPU of each side per response and per `--message-bytes` message.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import argparse
 import asyncio
 import multiprocessing as mp
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 import psutil
@@ -22,12 +28,16 @@ _METHOD = "/bench.Floor/Call"
 _LIMIT = 64 << 20
 
 
-def _serve(port_out: mp.Queue) -> None:
+_OPTIONS = [("grpc.max_receive_message_length", _LIMIT), ("grpc.max_send_message_length", _LIMIT)]
+
+
+def _serve(port_out: mp.Queue, answer_bytes: int = 20) -> None:
     async def main() -> None:
-        server = grpc.aio.server(options=[("grpc.max_receive_message_length", _LIMIT)])
+        server = grpc.aio.server(options=_OPTIONS)
+        answer = b"ok" * (answer_bytes // 2) + b"k" * (answer_bytes % 2)
 
         async def call(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
-            return b"ok" * 10
+            return answer
 
         handler = grpc.unary_unary_rpc_method_handler(call)
         server.add_generic_rpc_handlers(
@@ -49,9 +59,7 @@ def measure(size: int, requests: int, in_flight: int) -> float:
         port = ports.get(timeout=30)
         server = psutil.Process(proc.pid)
         payload = b"x" * size
-        with grpc.insecure_channel(
-            f"127.0.0.1:{port}", options=[("grpc.max_send_message_length", _LIMIT)]
-        ) as ch:
+        with grpc.insecure_channel(f"127.0.0.1:{port}", options=_OPTIONS) as ch:
             call = ch.unary_unary(_METHOD)
             for _ in range(20):
                 call(payload, timeout=30)
@@ -70,12 +78,58 @@ def measure(size: int, requests: int, in_flight: int) -> float:
         proc.join(10)
 
 
+def response_floor(size: int, responses: int = 60, threads: int = 2) -> tuple[float, float]:
+    """CPU seconds per response of `size` bytes (a bulk pull's, answered from memory) of the server and of
+    this process, the client, calling from `threads` threads."""
+    ports: mp.Queue = mp.Queue()
+    proc = mp.Process(target=_serve, args=(ports, size), daemon=True)
+    proc.start()
+    try:
+        port = ports.get(timeout=30)
+        server, client = psutil.Process(proc.pid), psutil.Process()
+        with grpc.insecure_channel(f"127.0.0.1:{port}", options=_OPTIONS) as ch:
+            call = ch.unary_unary(_METHOD)
+
+            def calls(count: int) -> None:
+                for _ in range(count):
+                    if len(call(b"", timeout=60)) != size:
+                        raise RuntimeError("the floor server answered a response of another size")
+
+            calls(4)
+            cpu0 = sum(server.cpu_times()[:2]), sum(client.cpu_times()[:2])
+            with ThreadPoolExecutor(threads) as pool:
+                list(pool.map(calls, [responses // threads] * threads))
+            time.sleep(0.05)
+            done = responses // threads * threads
+            return (
+                (sum(server.cpu_times()[:2]) - cpu0[0]) / done,
+                (sum(client.cpu_times()[:2]) - cpu0[1]) / done,
+            )
+    finally:
+        proc.kill()
+        proc.join(10)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bytes", type=int, default=281_000)
     ap.add_argument("--requests", type=int, default=800)
     ap.add_argument("--in-flight", type=int, default=8)
+    ap.add_argument("--response", type=int, default=0, help="answer every call with this many bytes")
+    ap.add_argument("--message-bytes", type=int, default=210, help="with --response: bytes per message")
     args = ap.parse_args(argv)
+    if args.response:
+        server, client = response_floor(args.response)
+        per_msg = args.message_bytes / args.response * 1e6
+        print(
+            f"{args.response:,}-byte responses, CPU per response: server {server * 1e6:,.0f} µs, client "
+            f"{client * 1e6:,.0f} µs"
+        )
+        print(
+            f"  per {args.message_bytes}-byte message: server {server * per_msg:.3f} µs, client "
+            f"{client * per_msg:.3f} µs"
+        )
+        return
     per_request = measure(args.bytes, args.requests, args.in_flight)
     print(f"grpc.aio server CPU: {per_request * 1e6:,.0f} µs per {args.bytes:,}-byte request")
     print(f"                     {per_request * 1e6 / (args.bytes / 1024):.2f} µs per KiB")

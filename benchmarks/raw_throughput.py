@@ -38,7 +38,7 @@ from rocketmq_protocol.extension import pb, pb_grpc
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from rocketmq_protocol.grpc_v2 import service_pb2 as s
 from rocketmq_protocol.grpc_v2 import service_pb2_grpc as sg
-from rocketmq_protocol.message_schema import ipc_to_table
+from rocketmq_protocol.message_schema import ipc_to_table, table_to_ipc
 
 TOPIC = "bench"
 NAME_SERVER: str | None = None  # the last started emulator's name server (remoting), when it has one
@@ -227,6 +227,16 @@ def client_pull(
     with ThreadPoolExecutor(threads) as pool:
         total = sum(pool.map(drain, queues))
     return total / (time.perf_counter() - t0), total
+
+
+def bulk_response_bytes(endpoints: str, topic: str) -> tuple[int, int]:
+    """The bytes and messages of one bulk pull's Arrow payload as a read task asks for it (READ_TASK_PULL)
+    from the first queue of `topic`: what `benchmarks.grpc_floor.response_floor` moves to set the gRPC
+    transport's own cost beside the bulk pull's."""
+    client = get_client(ClientConfig(endpoints, pull_protocol="bulk"))
+    q = client.route(topic)[0]
+    res = client.pull(q, client.min_offset(q), group="bench", **READ_TASK_PULL)
+    return len(table_to_ipc(res.table)), res.table.num_rows
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from benchmarks import (
     cold_start,
     compiled_pyspark,
+    grpc_floor,
     long_poll,
     official_client,
     raw_throughput,
@@ -40,9 +41,16 @@ from benchmarks import (
     spark_reads,
     stacks,
 )
-from benchmarks.cpu_time import measured
+from benchmarks.cpu_time import client_cpu, measured
 from benchmarks.latency_floor import latency_floor
-from benchmarks.raw_throughput import READ_TASK_PULL, TOPIC, WARMUP_TOPIC, client_pull, start_emulator
+from benchmarks.raw_throughput import (
+    READ_TASK_PULL,
+    TOPIC,
+    WARMUP_TOPIC,
+    bulk_response_bytes,
+    client_pull,
+    start_emulator,
+)
 from benchmarks.write_throughput import raw_send, spark_ratio
 
 if TYPE_CHECKING:
@@ -75,7 +83,13 @@ GROUPS = (
 MEASURES = (
     "raw batched send",
     "raw bulk pull → Arrow",
+    "raw bulk pull: emulator CPU",
+    "raw bulk pull: client CPU",
+    "gRPC floor (same-size responses from memory): server CPU",
+    "gRPC floor: client CPU",
     "remoting pull → Arrow",
+    "remoting pull: emulator CPU",
+    "remoting pull: client CPU",
     "official Producer send",
     "official SimpleConsumer receive+ack",
     "long-poll wake-up p50",
@@ -90,6 +104,14 @@ MEASURES = (
     "batch read → noop (nameServer)",
     "stream read → noop (nameServer)",
     "stream read ceiling: Python CPU",
+    "read ceiling: Python CPU",
+    "read ceiling: Spark JVM CPU",
+    "batch read: emulator CPU",
+    "batch read: Python CPU",
+    "batch read: Spark JVM CPU",
+    "batch read (nameServer): emulator CPU",
+    "batch read (nameServer): Python CPU",
+    "batch read (nameServer): Spark JVM CPU",
     "stream read: emulator CPU",
     "stream read: Python CPU",
     "stream read (nameServer): emulator CPU",
@@ -214,21 +236,37 @@ def run(
             send_rate, _ = raw_send(endpoints, n, size, topic=TOPIC, warmup_topic=WARMUP_TOPIC)
             rows.append(_at_least("raw batched send", send_rate, "msgs/s", 1, 300_000, "≥ 300,000"))
             log(f"raw bulk pull of {n:,}")
-            pull_rate, pulled = client_pull(endpoints, TOPIC, **READ_TASK_PULL)
+            with measured(proc.pid) as use, client_cpu() as mine:
+                pull_rate, pulled = client_pull(endpoints, TOPIC, **READ_TASK_PULL)
             if pulled != n:
                 raise RuntimeError(f"raw bulk pull read {pulled} messages, sent {n}")
             rows.append(_at_least("raw bulk pull → Arrow", pull_rate, "msgs/s", 1, 1_000_000, "≥ 1,000,000"))
+            rows += cpu_rows("raw bulk pull", use.seconds["emulator"], mine.seconds, n)
+            size, count = bulk_response_bytes(endpoints, TOPIC)
+            log(f"gRPC floor: {size:,}-byte responses ({count:,} messages each) from memory")
+            server, client = grpc_floor.response_floor(size)
+            rows.append(
+                Row(
+                    "gRPC floor (same-size responses from memory): server CPU",
+                    server / count * 1e6,
+                    "µs/msg",
+                    "—",
+                )
+            )
+            rows.append(Row("gRPC floor: client CPU", client / count * 1e6, "µs/msg", "—"))
         if "remoting" in args.groups and raw_throughput.NAME_SERVER:
             if not needs_data:
                 raw_send(endpoints, n, size, topic=TOPIC, warmup_topic=WARMUP_TOPIC)
             client_pull(endpoints, WARMUP_TOPIC, 8192, name_server=raw_throughput.NAME_SERVER)  # connections
             log(f"remoting pull of {n:,} (name server {raw_throughput.NAME_SERVER})")
-            rate, pulled = client_pull(
-                endpoints, TOPIC, name_server=raw_throughput.NAME_SERVER, **READ_TASK_PULL
-            )
+            with measured(proc.pid) as use, client_cpu() as mine:
+                rate, pulled = client_pull(
+                    endpoints, TOPIC, name_server=raw_throughput.NAME_SERVER, **READ_TASK_PULL
+                )
             if pulled != n:
                 raise RuntimeError(f"remoting pull read {pulled} messages, sent {n}")
             rows.append(_at_least("remoting pull → Arrow", rate, "msgs/s", 1, 1_000_000, "≥ 1,000,000"))
+            rows += cpu_rows("remoting pull", use.seconds["emulator"], mine.seconds, n)
         elif "remoting" in args.groups:
             log("remoting measures skipped: the emulator printed no name server (no remoting front end)")
         if "official" in args.groups:
@@ -262,6 +300,34 @@ def run(
         proc.send_signal(signal.SIGTERM)
         proc.wait(60)
     return rows, stack_list, real.notes
+
+
+#: The batch reads' CPU rows: (key of `batch_cpu_rows`' argument, label, the process groups shown).
+BATCH_CPU = (
+    ("ceiling", "read ceiling", ("python", "jvm")),
+    ("gRPC", "batch read", ("emulator", "python", "jvm")),
+    ("nameServer", "batch read (nameServer)", ("emulator", "python", "jvm")),
+)
+_GROUP_LABEL = {"emulator": "emulator CPU", "python": "Python CPU", "jvm": "Spark JVM CPU"}
+
+
+def batch_cpu_rows(batch_cpu: dict[str, dict[str, float]]) -> list[Row]:
+    """CPU µs per message of each batch read's best run, per process group: where the ceiling's and the
+    reads' time goes on the two shared cores."""
+    return [
+        Row(f"{label}: {_GROUP_LABEL[g]}", batch_cpu[key][g], "µs/msg", "—")
+        for key, label, groups in BATCH_CPU
+        if batch_cpu[key]
+        for g in groups
+    ]
+
+
+def cpu_rows(label: str, emulator_s: float, client_s: float, messages: int) -> list[Row]:
+    """`label: emulator CPU` and `label: client CPU` in µs per message."""
+    return [
+        Row(f"{label}: emulator CPU", emulator_s / messages * 1e6, "µs/msg", "—"),
+        Row(f"{label}: client CPU", client_s / messages * 1e6, "µs/msg", "—"),
+    ]
 
 
 def cold_start_rows(args: argparse.Namespace, endpoints: str, log: Callable[[str], None]) -> list[Row]:
@@ -362,13 +428,26 @@ def spark_measures(
             cpu: dict[str, float] = {}  # CPU µs per message of the best stream read, per process group
             ceiling_cpu: dict[str, float] = {}
             ns_cpu: dict[str, float] = {}
+            batch_cpu: dict[str, dict[str, float]] = {"ceiling": {}, "gRPC": {}, "nameServer": {}}
             if ns:
                 spark_reads.batch_read(spark, {"nameServer": ns}, WARMUP_TOPIC, 0)
             for r in range(args.repeat):  # interleaved, so a burst of load elsewhere hits one run of each
                 log(f"ceiling: {n:,} rows from memory (run {r + 1} of {args.repeat})")
-                ceiling = max(ceiling, spark_reads.ceiling_read(spark, endpoints, TOPIC, n))
+                ceiling = _best_with_cpu(
+                    ceiling,
+                    lambda: spark_reads.ceiling_read(spark, endpoints, TOPIC, n),
+                    emulator_pid,
+                    n,
+                    batch_cpu["ceiling"],
+                )
                 log(f"batch read of {n:,}")
-                batch = max(batch, spark_reads.batch_read(spark, endpoints, TOPIC, n))
+                batch = _best_with_cpu(
+                    batch,
+                    lambda: spark_reads.batch_read(spark, endpoints, TOPIC, n),
+                    emulator_pid,
+                    n,
+                    batch_cpu["gRPC"],
+                )
                 log(f"stream ceiling: {n:,} rows from memory in one availableNow micro-batch")
                 stream_ceiling = _best_with_cpu(
                     stream_ceiling,
@@ -383,7 +462,13 @@ def spark_measures(
                 )
                 if ns:
                     log(f"batch read of {n:,} over nameServer")
-                    ns_batch = max(ns_batch, spark_reads.batch_read(spark, {"nameServer": ns}, TOPIC, n))
+                    ns_batch = _best_with_cpu(
+                        ns_batch,
+                        lambda: spark_reads.batch_read(spark, {"nameServer": ns}, TOPIC, n),
+                        emulator_pid,
+                        n,
+                        batch_cpu["nameServer"],
+                    )
                     log(f"stream read (availableNow) of {n:,} over nameServer")
                     ns_stream = _best_with_cpu(
                         ns_stream,
@@ -424,6 +509,7 @@ def spark_measures(
             # Spark's Python processes: the read tasks' workers, and per query the data source's planning
             # and streaming-runner processes (a fixed cost, which the ceiling pays too).
             rows.append(Row("stream read ceiling: Python CPU", ceiling_cpu.get("python", 0.0), "µs/msg", "—"))
+            rows += batch_cpu_rows(batch_cpu)
             for label, use in (("stream read", cpu), ("stream read (nameServer)", ns_cpu)):
                 if use:
                     rows.append(Row(f"{label}: emulator CPU", use["emulator"], "µs/msg", "—"))
