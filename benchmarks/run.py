@@ -242,9 +242,9 @@ def run(
                 raise RuntimeError(f"raw bulk pull read {pulled} messages, sent {n}")
             rows.append(_at_least("raw bulk pull → Arrow", pull_rate, "msgs/s", 1, 1_000_000, "≥ 1,000,000"))
             rows += cpu_rows("raw bulk pull", use.seconds["emulator"], mine.seconds, n)
-            size, count = bulk_response_bytes(endpoints, TOPIC)
-            log(f"gRPC floor: {size:,}-byte responses ({count:,} messages each) from memory")
-            server, client = grpc_floor.response_floor(size)
+            response_bytes, count = bulk_response_bytes(endpoints, TOPIC)
+            log(f"gRPC floor: {response_bytes:,}-byte responses ({count:,} messages each) from memory")
+            server, client = grpc_floor.response_floor(response_bytes)
             rows.append(
                 Row(
                     "gRPC floor (same-size responses from memory): server CPU",
