@@ -24,6 +24,8 @@ from concurrent.futures import ThreadPoolExecutor
 import grpc
 import psutil
 
+from benchmarks.cpu_time import client_cpu
+
 _METHOD = "/bench.Floor/Call"
 _LIMIT = 64 << 20
 
@@ -86,7 +88,7 @@ def response_floor(size: int, responses: int = 60, threads: int = 2) -> tuple[fl
     proc.start()
     try:
         port = ports.get(timeout=30)
-        server, client = psutil.Process(proc.pid), psutil.Process()
+        server = psutil.Process(proc.pid)
         with grpc.insecure_channel(f"127.0.0.1:{port}", options=_OPTIONS) as ch:
             call = ch.unary_unary(_METHOD)
 
@@ -96,15 +98,13 @@ def response_floor(size: int, responses: int = 60, threads: int = 2) -> tuple[fl
                         raise RuntimeError("the floor server answered a response of another size")
 
             calls(4)
-            cpu0 = sum(server.cpu_times()[:2]), sum(client.cpu_times()[:2])
-            with ThreadPoolExecutor(threads) as pool:
-                list(pool.map(calls, [responses // threads] * threads))
+            server0 = sum(server.cpu_times()[:2])
+            per_thread = responses // threads
+            with client_cpu() as mine, ThreadPoolExecutor(threads) as pool:
+                list(pool.map(calls, [per_thread] * threads))
             time.sleep(0.05)
-            done = responses // threads * threads
-            return (
-                (sum(server.cpu_times()[:2]) - cpu0[0]) / done,
-                (sum(client.cpu_times()[:2]) - cpu0[1]) / done,
-            )
+            done = per_thread * threads
+            return (sum(server.cpu_times()[:2]) - server0) / done, mine.seconds / done
     finally:
         proc.kill()
         proc.join(10)
