@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -21,15 +21,23 @@ def _cpu(proc: psutil.Process) -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
-def snapshot(emulator_pid: int | None) -> dict[str, float]:
-    """CPU seconds so far of the emulator process, of this driver's Spark JVM (main class SparkSubmit: not
-    the stack comparison's Kafka or RocketMQ JVMs) and of its Python processes (the daemon and its workers,
-    the planning and streaming-runner processes, living or reaped by the JVM)."""
+def _pid_set(broker: int | Collection[int] | None) -> frozenset[int]:
+    if broker is None:
+        return frozenset()
+    return frozenset([broker]) if isinstance(broker, int) else frozenset(broker)
+
+
+def snapshot(emulator_pid: int | Collection[int] | None) -> dict[str, float]:
+    """CPU seconds so far of the emulator process (or of the given broker processes: the stack comparison's
+    RocketMQ or Kafka JVMs), of this driver's Spark JVM (main class SparkSubmit: never a broker's JVM) and
+    of its Python processes (the daemon and its workers, the planning and streaming-runner processes,
+    living or reaped by the JVM)."""
     out = dict.fromkeys(GROUPS, 0.0)
+    brokers = _pid_set(emulator_pid)
     for proc in psutil.Process(os.getpid()).children(recursive=True):
         try:
-            if proc.pid == emulator_pid:
-                out["emulator"] = _cpu(proc)
+            if proc.pid in brokers:
+                out["emulator"] += _cpu(proc)
             elif proc.name().startswith("python"):
                 out["python"] += _cpu(proc)
             elif proc.name().startswith("java") and SPARK_MAIN in proc.cmdline():
@@ -54,8 +62,9 @@ class CpuUse:
 
 
 @contextmanager
-def measured(emulator_pid: int | None) -> Iterator[CpuUse]:
-    """`with measured(pid) as use:` fills `use` with the CPU each group spent inside the block."""
+def measured(emulator_pid: int | Collection[int] | None) -> Iterator[CpuUse]:
+    """`with measured(pid) as use:` fills `use` with the CPU each group spent inside the block (`pid`: the
+    emulator's, or the broker processes' whose CPU is the "emulator" group)."""
     use = CpuUse()
     before, t0 = snapshot(emulator_pid), time.perf_counter()
     try:

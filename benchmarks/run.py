@@ -292,7 +292,7 @@ def run(
         if "cold_start" in args.groups:
             rows += cold_start_rows(args, endpoints, log)
         if "stacks" in args.groups:
-            stack_list = prepare_stacks(endpoints, raw_throughput.NAME_SERVER, real, log)
+            stack_list = prepare_stacks(endpoints, raw_throughput.NAME_SERVER, real, log, proc.pid)
         if args.groups & {"reads", "write", "latency", "memory", "real", "stacks"}:
             rows += spark_measures(args, endpoints, log, stack_list, real, proc.pid)
     finally:
@@ -368,9 +368,14 @@ def cold_start_rows(args: argparse.Namespace, endpoints: str, log: Callable[[str
 
 
 def prepare_stacks(
-    endpoints: str, name_server: str | None, real: stacks.RealSystems, log: Callable[[str], None]
+    endpoints: str,
+    name_server: str | None,
+    real: stacks.RealSystems,
+    log: Callable[[str], None],
+    emulator_pid: int | None = None,
 ) -> list[stacks.Stack]:
-    """The comparison's stacks; fetches what the real ones need (the JVMs start later, see spark_measures)."""
+    """The comparison's stacks; fetches what the real ones need (the JVMs start later, see spark_measures).
+    `emulator_pid`: the emulator process, whose CPU is the emulator stacks' broker CPU."""
     grpc = stacks.Stack(
         "emulator-grpc", "emulator gRPC", "rocketmq", ours=True, topic_prefix=EMULATOR_PREFIXES[0]
     )
@@ -383,6 +388,8 @@ def prepare_stacks(
         remoting_skip = f"{stacks.REMOTING_MISSING} (the emulator printed no name server)"
     remoting.skip = remoting_skip
     remoting.connect = {"nameServer": name_server or ""}
+    if emulator_pid is not None:
+        grpc.broker_pids = remoting.broker_pids = [emulator_pid]
     kafka = stacks.fetch_kafka(real, log)
     rocketmq = stacks.Stack("rocketmq5-remoting", "RocketMQ 5 remoting", "rocketmq", ours=True)
     rocketmq.skip = remoting_skip  # replaced by the real cluster when it starts (spark_measures)

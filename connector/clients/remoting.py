@@ -46,6 +46,7 @@ from rocketmq_protocol.hashing import java_string_hash
 from rocketmq_protocol.message_schema import DELAY, FIFO, MESSAGE_SCHEMA, NORMAL, TRANSACTION
 from rocketmq_protocol.remoting import fastjson, signature
 from rocketmq_protocol.remoting.codes import RequestCode, ResponseCode, Version
+from rocketmq_protocol.remoting.columns import uniform_value
 from rocketmq_protocol.remoting.errors import JsonBodyError, RemotingCodecError
 from rocketmq_protocol.remoting.flags import MessageSysFlag, Perm, PullSysFlag
 from rocketmq_protocol.remoting.frames import RemotingCommand
@@ -855,6 +856,10 @@ def _strip_ports(hosts: pa.Array) -> pa.Array:
     distinct host is rewritten once."""
     if not len(hosts):
         return hosts
+    same = uniform_value(hosts)  # one producer host (the usual pull): one rewrite, repeated
+    if same is not None:
+        host = same.decode("utf-8", "replace").rpartition(":")[0].strip("[]")
+        return pa.repeat(pa.scalar(host, pa.string()), len(hosts))
     enc = pc.dictionary_encode(hosts)
     plain = [h.rpartition(":")[0].strip("[]") for h in enc.dictionary.to_pylist()]  # nulls: in the indices
     return pc.take(string_array(plain), enc.indices)

@@ -8,15 +8,18 @@ default and answers in its own process-wide type, so both are decoded whatever w
 
 from __future__ import annotations
 
-import asyncio
 import json
 import struct
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .codes import CURRENT_VERSION, LanguageCode, SerializeType
 from .errors import FrameError, FrameTooLargeError, HeaderError
 from .fastjson import JsonStyle, json_string
+
+if TYPE_CHECKING:  # asyncio only for `read_frame` (the emulator's servers): clients skip its ~30 ms import
+    import asyncio
 
 __all__ = [
     "MAX_FRAME_LENGTH",
@@ -409,6 +412,8 @@ async def read_frame(
 
     Raises FrameError for a bad length or header, or when the stream ends inside a frame.
     """
+    import asyncio
+
     try:
         prefix = await reader.readexactly(4)
     except asyncio.IncompleteReadError as e:

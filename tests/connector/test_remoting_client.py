@@ -423,6 +423,18 @@ def test_stored_messages_convert_to_the_readers_schema() -> None:
     )
 
 
+def test_born_hosts_lose_their_ports_whether_one_producer_or_several() -> None:
+    def born(hosts: list[str]) -> list[str]:
+        n = len(hosts)
+        body = encode_stored(topic="t", queue_id=0, queue_offset=list(range(n)), commitlog_offset=list(range(n)),
+                             body=[b"x"] * n, born_host=pa.array(hosts, pa.string()))  # fmt: skip
+        return stored_to_table([body]).column("born_host").to_pylist()
+
+    assert born(["10.0.0.7:5555"] * 3) == ["10.0.0.7"] * 3  # one host: rewritten once, repeated
+    assert born(["10.0.0.7:5555", "10.0.0.8:1", "[::1]:9876"]) == ["10.0.0.7", "10.0.0.8", "::1"]
+    assert born(["[fe80::1]:7"] * 2) == ["fe80::1"] * 2
+
+
 def _server_tls(cert: tuple) -> tuple[bytes, ssl.SSLContext]:
     """The certificate fixture's PEM and a server context serving it."""
     cert_pem, key_pem, cert_file = cert

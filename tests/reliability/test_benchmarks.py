@@ -65,4 +65,12 @@ def test_quick_run_reports_every_measure(tmp_path):
             continue
         assert set(stack["figures"]) == set(WORKLOAD), stack
         assert all(math.isfinite(v) and v > 0 for v in stack["figures"].values()), stack
+        # Where each throughput's CPU went: the stack's broker processes (wired by pid: they did work), Spark's
+        # Python workers and its JVM.
+        cpu = stack["cpu_us_per_message"]
+        assert set(cpu) == {"write", "batch read", "stream read"}, stack
+        for groups in cpu.values():
+            assert set(groups) == {"broker", "python", "jvm"}, stack
+            assert all(math.isfinite(v) and v >= 0 for v in groups.values()), stack
+            assert groups["broker"] > 0 and groups["jvm"] > 0, stack
     assert "stacks: the same workload" in stdout
