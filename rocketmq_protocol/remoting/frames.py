@@ -18,7 +18,7 @@ from .codes import CURRENT_VERSION, LanguageCode, SerializeType
 from .errors import FrameError, FrameTooLargeError, HeaderError
 from .fastjson import JsonStyle, json_string
 
-if TYPE_CHECKING:  # asyncio only for `read_frame` (the emulator's servers): clients skip its ~30 ms import
+if TYPE_CHECKING:  # asyncio only for `read_frame` (the emulator's servers): clients skip its ~15 ms import
     import asyncio
 
 __all__ = [
