@@ -337,9 +337,9 @@ def cpu_rows(label: str, emulator_s: float, client_s: float, messages: int) -> l
 def scratch_emulator(args: argparse.Namespace, topic: str) -> Iterator[str]:
     """An emulator of its own (its endpoints) for a measure that fills `topic` with data no later measure
     reads: the first write's 3 × `--cold-messages`, the memory measure's 2 GB backlog. In the shared
-    emulator that data stayed for every later measure, and a larger emulator process costs more kernel time
-    per message sent on this machine (page faults: the write's emulator CPU went from 0.5 to 0.9 µs per row
-    once ~7M messages were stored), so the figures depended on which measures ran before them."""
+    emulator that data stayed for every later measure, and a larger emulator process spends more kernel time
+    per message sent on this machine (the write's emulator CPU went from ~0.5 to ~0.9 µs per row once ~7M
+    messages were stored, user time flat), so the figures depended on which measures ran before them."""
     name_server = raw_throughput.NAME_SERVER  # start_emulator replaces it with the scratch emulator's
     data_dir = tempfile.mkdtemp(prefix="scratch-", dir=args.data_dir) if args.data_dir else None
     proc, endpoints = start_emulator(4, data_dir, brokers=2, topics=[f"{topic}:4"])
