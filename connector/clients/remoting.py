@@ -41,7 +41,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rocketmq_protocol.arrow_values import bool_values, from_numpy, int64_values, string_array
+from rocketmq_protocol.arrow_values import binary_scalar, bool_values, from_numpy, int64_values, string_array
 from rocketmq_protocol.hashing import java_string_hash
 from rocketmq_protocol.message_schema import DELAY, FIFO, MESSAGE_SCHEMA, NORMAL, TRANSACTION
 from rocketmq_protocol.remoting import fastjson, signature
@@ -859,7 +859,7 @@ def _strip_ports(hosts: pa.Array) -> pa.Array:
     same = uniform_value(hosts)  # one producer host (the usual pull): one rewrite, repeated
     if same is not None:
         host = same.decode("utf-8", "replace").rpartition(":")[0].strip("[]")
-        return pa.repeat(pa.scalar(host, pa.string()), len(hosts))
+        return pa.repeat(binary_scalar(host, pa.string()), len(hosts))
     enc = pc.dictionary_encode(hosts)
     plain = [h.rpartition(":")[0].strip("[]") for h in enc.dictionary.to_pylist()]  # nulls: in the indices
     return pc.take(string_array(plain), enc.indices)
