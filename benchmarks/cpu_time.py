@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -73,6 +73,23 @@ def measured(emulator_pid: int | Collection[int] | None) -> Iterator[CpuUse]:
         after = snapshot(emulator_pid)
         use.wall = time.perf_counter() - t0
         use.seconds = {k: max(after[k] - before[k], 0.0) for k in GROUPS}
+
+
+def best_with_cpu(
+    best: float,
+    measure: Callable[[], float],
+    emulator_pid: int | Collection[int] | None,
+    items: int,
+    cpu: dict[str, float],
+) -> float:
+    """max(best, measure()); when the new run is the best, `cpu` becomes its CPU µs per item per group."""
+    with measured(emulator_pid) as use:
+        rate = measure()
+    if rate > best:
+        cpu.clear()
+        cpu.update(use.per_item_us(items))
+        return rate
+    return best
 
 
 @dataclass

@@ -43,7 +43,7 @@ from benchmarks import (
     spark_reads,
     stacks,
 )
-from benchmarks.cpu_time import client_cpu, measured
+from benchmarks.cpu_time import best_with_cpu, client_cpu, measured
 from benchmarks.latency_floor import latency_floor
 from benchmarks.raw_throughput import (
     READ_TASK_PULL,
@@ -419,20 +419,6 @@ def prepare_stacks(
     return [grpc, remoting, rocketmq, kafka]
 
 
-def _best_with_cpu(
-    best: float, measure: Callable[[], float], emulator_pid: int | None, items: int, cpu: dict[str, float]
-) -> float:
-    """max(best, measure()); when the new run is the best, `cpu` becomes its CPU µs per item per group
-    (`benchmarks/cpu_time.py`)."""
-    with measured(emulator_pid) as use:
-        rate = measure()
-    if rate > best:
-        cpu.clear()
-        cpu.update(use.per_item_us(items))
-        return rate
-    return best
-
-
 def spark_measures(
     args: argparse.Namespace,
     endpoints: str,
@@ -463,7 +449,7 @@ def spark_measures(
                 spark_reads.batch_read(spark, {"nameServer": ns}, WARMUP_TOPIC, 0)
             for r in range(args.repeat):  # interleaved, so a burst of load elsewhere hits one run of each
                 log(f"ceiling: {n:,} rows from memory (run {r + 1} of {args.repeat})")
-                ceiling = _best_with_cpu(
+                ceiling = best_with_cpu(
                     ceiling,
                     lambda: spark_reads.ceiling_read(spark, endpoints, TOPIC, n),
                     emulator_pid,
@@ -471,7 +457,7 @@ def spark_measures(
                     batch_cpu["ceiling"],
                 )
                 log(f"batch read of {n:,}")
-                batch = _best_with_cpu(
+                batch = best_with_cpu(
                     batch,
                     lambda: spark_reads.batch_read(spark, endpoints, TOPIC, n),
                     emulator_pid,
@@ -479,7 +465,7 @@ def spark_measures(
                     batch_cpu["gRPC"],
                 )
                 log(f"stream ceiling: {n:,} rows from memory in one availableNow micro-batch")
-                stream_ceiling = _best_with_cpu(
+                stream_ceiling = best_with_cpu(
                     stream_ceiling,
                     lambda: spark_reads.ceiling_stream_read(spark, endpoints, TOPIC, n),
                     emulator_pid,
@@ -487,12 +473,12 @@ def spark_measures(
                     ceiling_cpu,
                 )
                 log(f"stream read (availableNow) of {n:,}")
-                stream = _best_with_cpu(
+                stream = best_with_cpu(
                     stream, lambda: spark_reads.stream_read(spark, endpoints, TOPIC, n), emulator_pid, n, cpu
                 )
                 if ns:
                     log(f"batch read of {n:,} over nameServer")
-                    ns_batch = _best_with_cpu(
+                    ns_batch = best_with_cpu(
                         ns_batch,
                         lambda: spark_reads.batch_read(spark, {"nameServer": ns}, TOPIC, n),
                         emulator_pid,
@@ -500,7 +486,7 @@ def spark_measures(
                         batch_cpu["nameServer"],
                     )
                     log(f"stream read (availableNow) of {n:,} over nameServer")
-                    ns_stream = _best_with_cpu(
+                    ns_stream = best_with_cpu(
                         ns_stream,
                         lambda: spark_reads.stream_read(spark, {"nameServer": ns}, TOPIC, n),
                         emulator_pid,

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchmarks import spark_reads
-from benchmarks.cpu_time import measured
+from benchmarks.cpu_time import best_with_cpu
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -255,11 +255,10 @@ def run_workload(
 def _keep_best(stack: Stack, measure: str, messages: int, run: Callable[[], float]) -> None:
     """Runs one throughput measure; keeps its rate, and its CPU per message per process group, when it is
     the stack's best so far."""
-    with measured(stack.broker_pids) as use:
-        rate = run()
-    if rate > stack.figures.get(measure, 0.0):
-        stack.figures[measure] = rate
-        stack.cpu[measure] = use.per_item_us(messages)
+    cpu = stack.cpu.setdefault(measure, {})
+    stack.figures[measure] = best_with_cpu(
+        stack.figures.get(measure, 0.0), run, stack.broker_pids, messages, cpu
+    )
 
 
 # ------------------------------------------------------------------------------------------ the table
