@@ -95,7 +95,7 @@ class EmulatorServer:
         )
         messaging = MessagingService(self.cluster, b, polling)
         messaging.add_to_server(server)
-        ExtensionService(self.cluster, b, polling).add_to_server(server)
+        ExtensionService(self.cluster, b, polling, pull_channel=self.tls is None).add_to_server(server)
         want = 0 if self.port == 0 else self.port + b.index
         addr = f"{self.config.host}:{want}"
         if self.tls:

@@ -19,8 +19,9 @@ class ClientConfig:
     Exactly one of `name_server` (option `nameServer`: RocketMQ name servers, the remoting client) and
     `endpoints` (gRPC v2 endpoints, the v2 client) is set. `tls_ca_pem` holds the CA certificate read on the
     driver, so executors need no copy of the file. `pull_protocol` (option `pullProtocol`) chooses the gRPC
-    client's pull RPC: `bulk` (the emulator's BulkPull), `standard` (v2 PullMessage) or `auto`. Secrets stay
-    out of repr/str.
+    client's pull RPC: `bulk` (the emulator's BulkPull), `standard` (v2 PullMessage) or `auto`; `pull_channel`
+    lets BulkPull go over the emulator's pull channel where it offers one (plain TCP, no TLS or credentials;
+    False keeps it on gRPC). Secrets stay out of repr/str.
     """
 
     endpoints: str = ""
@@ -31,6 +32,7 @@ class ClientConfig:
     tls_ca_pem: bytes | None = field(default=None, repr=False)
     pull_protocol: str = PULL_AUTO
     name_server: str = ""
+    pull_channel: bool = True
 
     @property
     def endpoint_list(self) -> list[str]:

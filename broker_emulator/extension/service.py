@@ -33,19 +33,22 @@ BULK_DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 SERVICE = pb.DESCRIPTOR.services_by_name["EmulatorService"].full_name
 
 
-def _refusal(code: int, message: str) -> bytes:
+def _refusal(code: int, message: str) -> bytes | memoryview:
     return encode_response(code, message, 0, 0, 0, 0, None)
 
 
 class ExtensionService:
     """rocketmq_emulator.v1.EmulatorService of one broker."""
 
-    def __init__(self, cluster: Cluster, broker: Broker, polling: LongPollingService) -> None:
+    def __init__(
+        self, cluster: Cluster, broker: Broker, polling: LongPollingService, *, pull_channel: bool = True
+    ) -> None:
         self.cluster = cluster
         self.broker = broker
         self.store = broker.store
         self.polling = polling
         self.admin = ClusterAdmin(cluster)
+        self.pull_channel = pull_channel  # False when the gRPC port serves TLS
 
     def add_to_server(self, server: grpc.aio.Server) -> None:
         """Registers this service. BulkPull hands gRPC the response it serialized itself
@@ -65,6 +68,11 @@ class ExtensionService:
                 request_deserializer=pb.AdminRequest.FromString,
                 response_serializer=pb.AdminResponse.SerializeToString,
             ),
+            "PullChannel": grpc.unary_unary_rpc_method_handler(
+                self.PullChannel,
+                request_deserializer=pb.PullChannelRequest.FromString,
+                response_serializer=pb.PullChannelResponse.SerializeToString,
+            ),
         }
         server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
 
@@ -74,29 +82,22 @@ class ExtensionService:
         _, denied = check_access(self.cluster, "BulkPull", request, context)
         if denied is not None:
             return _refusal(code_of(denied), denied.message)
-        topic = request.topic
-        err = topic_error(topic) or group_error(request.group)
-        if err:
-            return _refusal(d.BAD_REQUEST, err)
-        cfg = self.store.topics.get(topic)
-        if cfg is None:
-            return _refusal(d.TOPIC_NOT_FOUND, f"topic {topic} is not served by {self.broker.name}")
-        qid = request.queue_id
-        if not 0 <= qid < cfg.queues:
-            return _refusal(d.BAD_REQUEST, f"queue id {qid} of topic {topic} is outside 0..{cfg.queues - 1}")
-        try:
-            flt = parse_filter(request.filter.type, request.filter.expression)
-        except FilterError as e:
-            return _refusal(d.ILLEGAL_FILTER_EXPRESSION, str(e))
-        n = min(max(request.max_messages, 1), BULK_MAX_MESSAGES)
-        max_bytes = request.max_bytes if request.max_bytes > 0 else BULK_DEFAULT_MAX_BYTES
-        timeout = polling_timeout(request.long_polling_timeout_ms / 1000.0, context)
-        result = await pull(self.store, self.polling, topic, qid, request.offset, n, max_bytes, flt, timeout)
-        code, msg = pull_status(result)
-        rows = without_system_properties(result.table) if result.table is not None else None
-        return encode_response(
-            code, msg, result.next_offset, result.min_offset, result.max_offset, result.count, rows
-        )
+        wait_s = polling_timeout(request.long_polling_timeout_ms / 1000.0, context)
+        return bytes(await bulk_pull_reply(self.broker, self.polling, request, wait_s))
+
+    async def PullChannel(self, request, context):
+        """The broker's remoting address, which serves BulkPull in remoting frames, while it is plaintext and
+        without an ACL (the channel has neither TLS nor v2 signatures); otherwise no address."""
+        await apply_faults(self.broker, context)
+        _, denied = check_access(self.cluster, "PullChannel", request, context)
+        if denied is not None:
+            return pb.PullChannelResponse(code=code_of(denied), message=denied.message)
+        if not self.pull_channel or self.cluster.acl.current() is not None:
+            return pb.PullChannelResponse(code=d.OK, message="no pull channel: TLS or an ACL is on")
+        port = self.broker.remoting_port
+        if not port:
+            return pb.PullChannelResponse(code=d.OK, message="no pull channel: remoting is not serving yet")
+        return pb.PullChannelResponse(code=d.OK, message="OK", address=f"{self.broker.host}:{port}")
 
     async def QueueOffsets(self, request, context):
         """Min and max offset of every queue of the topic on this broker (QueryOffset BEGINNING and END of
@@ -135,6 +136,37 @@ class ExtensionService:
         except (ValueError, KeyError, TypeError) as e:
             return pb.AdminResponse(code=d.BAD_REQUEST, message=str(e))
         return pb.AdminResponse(code=d.OK, message="OK", result_json=json.dumps(result))
+
+
+async def bulk_pull_reply(
+    broker: Broker, polling: LongPollingService, request: pb.BulkPullRequest, wait_s: float
+) -> bytes | memoryview:
+    """The serialized BulkPullResponse to an admitted request (access and faults already applied), holding it
+    up to `wait_s` for messages, whichever channel it came over: gRPC's BulkPull or the pull channel. A
+    payload comes as a view of the buffer it was written into (`bytes()` of it for gRPC)."""
+    store = broker.store
+    topic = request.topic
+    err = topic_error(topic) or group_error(request.group)
+    if err:
+        return _refusal(d.BAD_REQUEST, err)
+    cfg = store.topics.get(topic)
+    if cfg is None:
+        return _refusal(d.TOPIC_NOT_FOUND, f"topic {topic} is not served by {broker.name}")
+    qid = request.queue_id
+    if not 0 <= qid < cfg.queues:
+        return _refusal(d.BAD_REQUEST, f"queue id {qid} of topic {topic} is outside 0..{cfg.queues - 1}")
+    try:
+        flt = parse_filter(request.filter.type, request.filter.expression)
+    except FilterError as e:
+        return _refusal(d.ILLEGAL_FILTER_EXPRESSION, str(e))
+    n = min(max(request.max_messages, 1), BULK_MAX_MESSAGES)
+    max_bytes = request.max_bytes if request.max_bytes > 0 else BULK_DEFAULT_MAX_BYTES
+    result = await pull(store, polling, topic, qid, request.offset, n, max_bytes, flt, max(wait_s, 0.0))
+    code, msg = pull_status(result)
+    rows = without_system_properties(result.table) if result.table is not None else None
+    return encode_response(
+        code, msg, result.next_offset, result.min_offset, result.max_offset, result.count, rows, copy=False
+    )
 
 
 _RESERVED = pa.array(sorted(RESERVED_PROPERTY_KEYS), pa.string())

@@ -9,12 +9,13 @@ import asyncio
 import functools
 import logging
 
+from rocketmq_protocol.extension.pull_channel import BULK_PULL_CODE
 from rocketmq_protocol.remoting.codes import RequestCode as Q
 from rocketmq_protocol.remoting.frames import RemotingCommand
 
 from ..core.cluster import Broker, Cluster
 from ..core.long_polling import LongPollingService
-from . import admin, clients, pulling, sending
+from . import admin, bulk_pull, clients, pulling, sending
 from .access import refusal
 from .server import Connection, Handler
 
@@ -61,6 +62,7 @@ class RemotingBroker:
             Q.INVOKE_BROKER_TO_RESET_OFFSET: admin.reset_offset,
             Q.QUERY_TOPIC_CONSUME_BY_WHO: admin.topic_consumed_by,
             Q.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: admin.update_subscription_group,
+            BULK_PULL_CODE: bulk_pull.bulk_pull,
         }
         return {int(code): functools.partial(fn, self) for code, fn in table.items()}
 

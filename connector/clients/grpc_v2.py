@@ -61,6 +61,7 @@ from .base import (
     SendStatus,
 )
 from .grpc_v2_send import GrpcSendEncoder
+from .pull_channel import POLL_MARGIN_S, PullChannels
 from .retrying import Transient, call_with_retries, tls_handshake_message
 
 log = logging.getLogger(__name__)
@@ -97,6 +98,7 @@ READER_RPCS = "PullMessage, GetOffset, UpdateOffset and QueryOffset"
 SEND_MESSAGE_METHOD = "/apache.rocketmq.v2.MessagingService/SendMessage"
 BULK_PULL_METHOD = "/rocketmq_emulator.v1.EmulatorService/BulkPull"
 QUEUE_OFFSETS_METHOD = "/rocketmq_emulator.v1.EmulatorService/QueueOffsets"
+PULL_CHANNEL_METHOD = "/rocketmq_emulator.v1.EmulatorService/PullChannel"
 
 R = TypeVar("R")
 
@@ -120,6 +122,7 @@ class _Stubs(NamedTuple):
     bulk_pull: grpc.UnaryUnaryMultiCallable  # BulkPull answering a BulkPullReply (payload read in place)
     send: grpc.UnaryUnaryMultiCallable  # SendMessage taking a serialized request (the writer encodes its own)
     queue_offsets: grpc.UnaryUnaryMultiCallable  # the extension's QueueOffsets
+    pull_channel: grpc.UnaryUnaryMultiCallable  # the extension's PullChannel
 
 
 def _client_id() -> str:
@@ -152,6 +155,10 @@ class GrpcClient(RocketMQClient):
         self._lock = threading.Lock()
         self._no_bulk: set[str] = set()  # endpoints that answered UNIMPLEMENTED to BulkPull
         self._no_queue_offsets: set[str] = set()  # ... and to QueueOffsets
+        # BulkPull over the emulator's pull channel: plaintext and unsigned, so never with TLS or credentials
+        self._pull_channels = PullChannels(
+            config.pull_channel and not config.tls and config.access_key is None
+        )
 
     # ------------------------------------------------------------------ plumbing
     def _channel(self, endpoint: str) -> _Stubs:
@@ -191,6 +198,11 @@ class GrpcClient(RocketMQClient):
                         QUEUE_OFFSETS_METHOD,
                         request_serializer=pb.QueueOffsetsRequest.SerializeToString,
                         response_deserializer=pb.QueueOffsetsResponse.FromString,
+                    ),
+                    channel.unary_unary(
+                        PULL_CHANNEL_METHOD,
+                        request_serializer=pb.PullChannelRequest.SerializeToString,
+                        response_deserializer=pb.PullChannelResponse.FromString,
                     ),
                 )
                 self._stubs[endpoint] = stubs
@@ -466,8 +478,21 @@ class GrpcClient(RocketMQClient):
         if flt is not None and not flt.matches_all:
             req.filter.CopyFrom(pb.PullFilter(type=_filter_type(flt), expression=flt.expression))
 
+        endpoint = queue.endpoint
+
         def attempt(stubs: _Stubs, timeout: float, md: list[tuple[str, str]]) -> BulkPullReply:
-            resp = stubs.bulk_pull(req, timeout=timeout, metadata=md)
+            resp = None
+            address = self._pull_channels.address(
+                endpoint, lambda: self._ask_pull_channel(stubs, timeout, md)
+            )
+            if address is not None:
+                # the server's hold ends before this attempt stops waiting, as gRPC's deadline makes it
+                hold_ms = min(long_polling_ms, max(0, int((timeout - POLL_MARGIN_S) * 1000)))
+                req.long_polling_timeout_ms = hold_ms
+                resp = self._pull_channels.pull(endpoint, address, req.SerializeToString(), timeout)
+                req.long_polling_timeout_ms = long_polling_ms
+            if resp is None:
+                resp = stubs.bulk_pull(req, timeout=timeout, metadata=md)
             self._check_transient(resp.code, resp.message)
             return resp
 
@@ -482,6 +507,17 @@ class GrpcClient(RocketMQClient):
         status = _pull_status(resp.code, resp.message, offset, resp.next_offset, endpoint, "BulkPull")
         table = ipc_to_table(resp.arrow_ipc) if resp.arrow_ipc else MESSAGE_SCHEMA.empty_table()
         return PullResult(status, resp.next_offset, resp.min_offset, resp.max_offset, table, PULL_BULK)
+
+    def _ask_pull_channel(self, stubs: _Stubs, timeout: float, md: list[tuple[str, str]]) -> str:
+        """The endpoint's pull-channel address (PullChannel); "" when it offers none or does not know the RPC
+        (an emulator from before it); other gRPC errors propagate to the pull's retry rule."""
+        try:
+            resp = stubs.pull_channel(pb.PullChannelRequest(), timeout=timeout, metadata=md)
+        except grpc.RpcError as e:
+            if e.code() == grpc.StatusCode.UNIMPLEMENTED:  # type: ignore[attr-defined]
+                return ""
+            raise
+        return resp.address if resp.code == d.OK else ""
 
     def _standard_pull(
         self,
@@ -563,6 +599,7 @@ class GrpcClient(RocketMQClient):
             stubs, self._stubs = list(self._stubs.values()), {}
         for st in stubs:
             st.channel.close()
+        self._pull_channels.close()
 
 
 class _SendCall:

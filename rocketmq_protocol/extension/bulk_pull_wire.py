@@ -41,9 +41,12 @@ def encode_response(
     max_offset: int,
     count: int,
     rows: pa.Table | None,
-) -> bytes:
+    *,
+    copy: bool = True,
+) -> bytes | memoryview:
     """The serialized BulkPullResponse, byte for byte what protobuf writes for the same fields (fields in
-    number order, defaults left out), with `rows` written in place as its Arrow IPC payload."""
+    number order, defaults left out), with `rows` written in place as its Arrow IPC payload. As bytes (what
+    gRPC takes), or with `copy=False` as a view of the buffer it was written into (what a socket takes)."""
     head = bytearray()
     if code:
         head += varint(_CODE << 3 | _VARINT) + varint(code)
@@ -61,7 +64,7 @@ def encode_response(
     sink = pa.FixedSizeBufferWriter(buf)
     sink.write(head)
     write_ipc(rows, sink)
-    return buf.to_pybytes()
+    return buf.to_pybytes() if copy else memoryview(buf)
 
 
 def _signed(value: int, bits: int) -> int:

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x11\x65mulator_v1.proto\x12\x14rocketmq_emulator.v1\".\n\nPullFilter\x12\x0c\n\x04type\x18\x01 \x01(\x05\x12\x12\n\nexpression\x18\x02 \x01(\t\"\xcd\x01\n\x0f\x42ulkPullRequest\x12\r\n\x05group\x18\x01 \x01(\t\x12\r\n\x05topic\x18\x02 \x01(\t\x12\x10\n\x08queue_id\x18\x03 \x01(\x05\x12\x0e\n\x06offset\x18\x04 \x01(\x03\x12\x14\n\x0cmax_messages\x18\x05 \x01(\x05\x12\x11\n\tmax_bytes\x18\x06 \x01(\x03\x12\x30\n\x06\x66ilter\x18\x07 \x01(\x0b\x32 .rocketmq_emulator.v1.PullFilter\x12\x1f\n\x17long_polling_timeout_ms\x18\x08 \x01(\x03\"\x90\x01\n\x10\x42ulkPullResponse\x12\x0c\n\x04\x63ode\x18\x01 \x01(\x05\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x13\n\x0bnext_offset\x18\x03 \x01(\x03\x12\x12\n\nmin_offset\x18\x04 \x01(\x03\x12\x12\n\nmax_offset\x18\x05 \x01(\x03\x12\r\n\x05\x63ount\x18\x06 \x01(\x05\x12\x11\n\tarrow_ipc\x18\x07 \x01(\x0c\"$\n\x13QueueOffsetsRequest\x12\r\n\x05topic\x18\x01 \x01(\t\"G\n\x0bQueueOffset\x12\x10\n\x08queue_id\x18\x01 \x01(\x05\x12\x12\n\nmin_offset\x18\x02 \x01(\x03\x12\x12\n\nmax_offset\x18\x03 \x01(\x03\"h\n\x14QueueOffsetsResponse\x12\x0c\n\x04\x63ode\x18\x01 \x01(\x05\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x31\n\x06queues\x18\x03 \x03(\x0b\x32!.rocketmq_emulator.v1.QueueOffset\"/\n\x0c\x41\x64minRequest\x12\x0c\n\x04verb\x18\x01 \x01(\t\x12\x11\n\targs_json\x18\x02 \x01(\t\"C\n\rAdminResponse\x12\x0c\n\x04\x63ode\x18\x01 \x01(\x05\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x13\n\x0bresult_json\x18\x03 \x01(\t2\xa5\x02\n\x0f\x45mulatorService\x12Y\n\x08\x42ulkPull\x12%.rocketmq_emulator.v1.BulkPullRequest\x1a&.rocketmq_emulator.v1.BulkPullResponse\x12\x65\n\x0cQueueOffsets\x12).rocketmq_emulator.v1.QueueOffsetsRequest\x1a*.rocketmq_emulator.v1.QueueOffsetsResponse\x12P\n\x05\x41\x64min\x12\".rocketmq_emulator.v1.AdminRequest\x1a#.rocketmq_emulator.v1.AdminResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x11\x65mulator_v1.proto\x12\x14rocketmq_emulator.v1\".\n\nPullFilter\x12\x0c\n\x04type\x18\x01 \x01(\x05\x12\x12\n\nexpression\x18\x02 \x01(\t\"\xcd\x01\n\x0f\x42ulkPullRequest\x12\r\n\x05group\x18\x01 \x01(\t\x12\r\n\x05topic\x18\x02 \x01(\t\x12\x10\n\x08queue_id\x18\x03 \x01(\x05\x12\x0e\n\x06offset\x18\x04 \x01(\x03\x12\x14\n\x0cmax_messages\x18\x05 \x01(\x05\x12\x11\n\tmax_bytes\x18\x06 \x01(\x03\x12\x30\n\x06\x66ilter\x18\x07 \x01(\x0b\x32 .rocketmq_emulator.v1.PullFilter\x12\x1f\n\x17long_polling_timeout_ms\x18\x08 \x01(\x03\"\x90\x01\n\x10\x42ulkPullResponse\x12\x0c\n\x04\x63ode\x18\x01 \x01(\x05\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x13\n\x0bnext_offset\x18\x03 \x01(\x03\x12\x12\n\nmin_offset\x18\x04 \x01(\x03\x12\x12\n\nmax_offset\x18\x05 \x01(\x03\x12\r\n\x05\x63ount\x18\x06 \x01(\x05\x12\x11\n\tarrow_ipc\x18\x07 \x01(\x0c\"$\n\x13QueueOffsetsRequest\x12\r\n\x05topic\x18\x01 \x01(\t\"G\n\x0bQueueOffset\x12\x10\n\x08queue_id\x18\x01 \x01(\x05\x12\x12\n\nmin_offset\x18\x02 \x01(\x03\x12\x12\n\nmax_offset\x18\x03 \x01(\x03\"h\n\x14QueueOffsetsResponse\x12\x0c\n\x04\x63ode\x18\x01 \x01(\x05\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x31\n\x06queues\x18\x03 \x03(\x0b\x32!.rocketmq_emulator.v1.QueueOffset\"\x14\n\x12PullChannelRequest\"E\n\x13PullChannelResponse\x12\x0c\n\x04\x63ode\x18\x01 \x01(\x05\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0f\n\x07\x61\x64\x64ress\x18\x03 \x01(\t\"/\n\x0c\x41\x64minRequest\x12\x0c\n\x04verb\x18\x01 \x01(\t\x12\x11\n\targs_json\x18\x02 \x01(\t\"C\n\rAdminResponse\x12\x0c\n\x04\x63ode\x18\x01 \x01(\x05\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x13\n\x0bresult_json\x18\x03 \x01(\t2\x89\x03\n\x0f\x45mulatorService\x12Y\n\x08\x42ulkPull\x12%.rocketmq_emulator.v1.BulkPullRequest\x1a&.rocketmq_emulator.v1.BulkPullResponse\x12\x65\n\x0cQueueOffsets\x12).rocketmq_emulator.v1.QueueOffsetsRequest\x1a*.rocketmq_emulator.v1.QueueOffsetsResponse\x12P\n\x05\x41\x64min\x12\".rocketmq_emulator.v1.AdminRequest\x1a#.rocketmq_emulator.v1.AdminResponse\x12\x62\n\x0bPullChannel\x12(.rocketmq_emulator.v1.PullChannelRequest\x1a).rocketmq_emulator.v1.PullChannelResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -43,10 +43,14 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_QUEUEOFFSET']._serialized_end=555
   _globals['_QUEUEOFFSETSRESPONSE']._serialized_start=557
   _globals['_QUEUEOFFSETSRESPONSE']._serialized_end=661
-  _globals['_ADMINREQUEST']._serialized_start=663
-  _globals['_ADMINREQUEST']._serialized_end=710
-  _globals['_ADMINRESPONSE']._serialized_start=712
-  _globals['_ADMINRESPONSE']._serialized_end=779
-  _globals['_EMULATORSERVICE']._serialized_start=782
-  _globals['_EMULATORSERVICE']._serialized_end=1075
+  _globals['_PULLCHANNELREQUEST']._serialized_start=663
+  _globals['_PULLCHANNELREQUEST']._serialized_end=683
+  _globals['_PULLCHANNELRESPONSE']._serialized_start=685
+  _globals['_PULLCHANNELRESPONSE']._serialized_end=754
+  _globals['_ADMINREQUEST']._serialized_start=756
+  _globals['_ADMINREQUEST']._serialized_end=803
+  _globals['_ADMINRESPONSE']._serialized_start=805
+  _globals['_ADMINRESPONSE']._serialized_end=872
+  _globals['_EMULATORSERVICE']._serialized_start=875
+  _globals['_EMULATORSERVICE']._serialized_end=1268
 # @@protoc_insertion_point(module_scope)

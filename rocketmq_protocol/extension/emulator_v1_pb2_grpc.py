@@ -49,6 +49,11 @@ class EmulatorServiceStub:
                 request_serializer=emulator__v1__pb2.AdminRequest.SerializeToString,
                 response_deserializer=emulator__v1__pb2.AdminResponse.FromString,
                 _registered_method=True)
+        self.PullChannel = channel.unary_unary(
+                '/rocketmq_emulator.v1.EmulatorService/PullChannel',
+                request_serializer=emulator__v1__pb2.PullChannelRequest.SerializeToString,
+                response_deserializer=emulator__v1__pb2.PullChannelResponse.FromString,
+                _registered_method=True)
 
 
 class EmulatorServiceServicer:
@@ -72,6 +77,12 @@ class EmulatorServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def PullChannel(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_EmulatorServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -89,6 +100,11 @@ def add_EmulatorServiceServicer_to_server(servicer, server):
                     servicer.Admin,
                     request_deserializer=emulator__v1__pb2.AdminRequest.FromString,
                     response_serializer=emulator__v1__pb2.AdminResponse.SerializeToString,
+            ),
+            'PullChannel': grpc.unary_unary_rpc_method_handler(
+                    servicer.PullChannel,
+                    request_deserializer=emulator__v1__pb2.PullChannelRequest.FromString,
+                    response_serializer=emulator__v1__pb2.PullChannelResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -172,6 +188,33 @@ class EmulatorService:
             '/rocketmq_emulator.v1.EmulatorService/Admin',
             emulator__v1__pb2.AdminRequest.SerializeToString,
             emulator__v1__pb2.AdminResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PullChannel(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/rocketmq_emulator.v1.EmulatorService/PullChannel',
+            emulator__v1__pb2.PullChannelRequest.SerializeToString,
+            emulator__v1__pb2.PullChannelResponse.FromString,
             options,
             channel_credentials,
             insecure,

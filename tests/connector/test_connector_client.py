@@ -8,6 +8,7 @@ import hashlib
 import hmac
 import pickle
 import shutil
+import socket
 import subprocess
 import threading
 import time
@@ -323,6 +324,72 @@ def serve() -> Iterator[Callable[[sg.MessagingServiceServicer], str]]:
     yield start
     for server in servers:
         server.stop(0)
+
+
+# ------------------------------------------------------------------------------------------ pull channel
+def test_bulk_pulls_go_over_the_emulators_pull_channel(
+    rocketmq_emulator, topic, client, queue_a0, v2_stub
+) -> None:
+    _fill(v2_stub, rocketmq_emulator, topic, 10, tags=["TagA"] * 3 + ["TagB"] * 7)
+    broker = rocketmq_emulator.cluster.broker(BROKER_A)
+    address = f"{broker.host}:{broker.remoting_port}"
+    grpc_only = GrpcClient(ClientConfig(rocketmq_emulator.endpoints, pull_channel=False))
+    try:
+        for offset, flt in ((0, None), (2, FilterSpec("tag", "TagB")), (10, None)):
+            over_channel = client.pull(queue_a0, offset, 32, group=GROUP, filter=flt)
+            over_grpc = grpc_only.pull(queue_a0, offset, 32, group=GROUP, filter=flt)
+            fields = ("status", "next_offset", "min_offset", "max_offset", "protocol")
+            assert [getattr(over_channel, f) for f in fields] == [getattr(over_grpc, f) for f in fields]
+            assert over_channel.table.equals(over_grpc.table)
+        assert grpc_only._pull_channels._addresses == {}  # never asked
+    finally:
+        grpc_only.close()
+    assert client._pull_channels._addresses == {queue_a0.endpoint: address}
+    conn = client._pull_channels._connections().get(address)
+    assert not conn.closed and conn.address == address  # the one the pulls opened
+
+
+def test_held_pull_over_the_pull_channel_answers_on_arrival(
+    rocketmq_emulator, topic, client, queue_a0, v2_stub
+) -> None:
+    _fill(v2_stub, rocketmq_emulator, topic, 1)
+    client.pull(queue_a0, 0, 8, group=GROUP)  # the channel is open
+    with futures.ThreadPoolExecutor(1) as pool:
+        t0 = time.monotonic()
+        held = pool.submit(client.pull, queue_a0, 1, 8, group=GROUP, long_polling_ms=5000)
+        time.sleep(0.3)
+        assert not held.done()
+        _fill(v2_stub, rocketmq_emulator, topic, 1)
+        r = held.result(timeout=10)
+    assert r.status == PullStatus.FOUND and r.table.column("queue_offset").to_pylist() == [1]
+    assert time.monotonic() - t0 < 3
+
+
+def test_an_unreachable_pull_channel_leaves_pulls_to_grpc(
+    rocketmq_emulator, topic, client, queue_a0, v2_stub
+) -> None:
+    _fill(v2_stub, rocketmq_emulator, topic, 3)
+    with socket.socket() as sock:  # a port nobody listens on once closed
+        sock.bind(("127.0.0.1", 0))
+        dead = f"127.0.0.1:{sock.getsockname()[1]}"
+    client._pull_channels._addresses[queue_a0.endpoint] = dead
+    r = client.pull(queue_a0, 0, 8, group=GROUP)
+    assert (r.status, r.table.num_rows, r.protocol) == (PullStatus.FOUND, 3, "bulk")
+    assert client._pull_channels._addresses[queue_a0.endpoint] is None  # from now on over gRPC
+
+
+def test_no_pull_channel_with_credentials_or_tls(rocketmq_emulator) -> None:
+    """The channel carries neither signatures nor TLS, so such clients never use it."""
+    for config in (
+        ClientConfig(rocketmq_emulator.endpoints, access_key="AK", secret_key="SK"),
+        ClientConfig(rocketmq_emulator.endpoints, tls=True),
+        ClientConfig(rocketmq_emulator.endpoints, pull_channel=False),
+    ):
+        c = GrpcClient(config)
+        try:
+            assert c._pull_channels.address("any:1", lambda: "127.0.0.1:1") is None
+        finally:
+            c.close()
 
 
 def test_auto_falls_back_to_pull_message_without_the_extension(

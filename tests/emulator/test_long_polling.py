@@ -4,16 +4,19 @@ timeout otherwise, and a non-matching arrival does not wake a filtered hold."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from connector.clients.remoting_connection import RemotingConnection
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from tests.support.helpers import (
     bulk_pull,
+    channel_pull,
     endpoints_by_broker,
     percentile,
+    pull_channel_address,
     pull_v2,
     send_to_queue,
     wait_until,
@@ -30,29 +33,37 @@ def _held(rocketmq_emulator) -> int:
     return rocketmq_emulator.cluster.broker(BROKER).polling.held
 
 
-def _pull_fn(protocol: str, stub, ext) -> Callable[..., tuple[int, int, list[int]]]:
+def _pull_fn(protocol: str, stub, ext, conn) -> Callable[..., tuple[int, int, list[int]]]:
     """(topic, offset, polling_ms, expression) → (code, next_offset, offsets)."""
 
     def pull(topic: str, offset: int, polling_ms: int, expression: str | None = None):
         if protocol == "PullMessage":
             r = pull_v2(stub, topic, QUEUE, offset, 32, expression=expression, polling_ms=polling_ms)
-        else:
+        elif protocol == "BulkPull":
             r = bulk_pull(ext, topic, QUEUE, offset, 32, expression=expression, polling_ms=polling_ms)
+        else:
+            r = channel_pull(conn, topic, QUEUE, offset, 32, expression=expression, polling_ms=polling_ms)
         return r.code, r.next_offset, r.offsets
 
     return pull
 
 
-@pytest.fixture(params=["PullMessage", "BulkPull"])
+@pytest.fixture(params=["PullMessage", "BulkPull", "PullChannel"])
 def protocol(request) -> str:
     return request.param
 
 
 @pytest.fixture
-def clients(rocketmq_emulator, v2_stub, ext_stub, protocol):
+def clients(rocketmq_emulator, v2_stub, ext_stub, protocol) -> Iterator[tuple[Callable, object]]:
     endpoint = endpoints_by_broker(rocketmq_emulator)[BROKER]
-    # Separate channels for the held pull and the sender, as two clients would have.
-    return _pull_fn(protocol, v2_stub(endpoint), ext_stub(endpoint)), v2_stub(endpoint)
+    ext = ext_stub(endpoint)
+    conn = RemotingConnection(pull_channel_address(ext)) if protocol == "PullChannel" else None
+    try:
+        # Separate channels for the held pull and the sender, as two clients would have.
+        yield _pull_fn(protocol, v2_stub(endpoint), ext, conn), v2_stub(endpoint)
+    finally:
+        if conn is not None:
+            conn.close()
 
 
 def _hold(pool, rocketmq_emulator, pull, *args):

@@ -1,15 +1,17 @@
-"""The pull table of docs/protocols.md ('Pull results') through PullMessage (v2 stream) and BulkPull (extension), tag filters,
+"""The pull table of docs/protocols.md ('Pull results') through PullMessage (v2 stream) and BulkPull (extension, over
+gRPC and over the pull channel), tag filters,
 consumer offsets (GetOffset/UpdateOffset) and QueryOffset BEGINNING/END/TIMESTAMP (docs/protocols.md, 'Pull results')."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pytest
 
 from broker_emulator import Emulator
+from connector.clients.remoting_connection import RemotingConnection
 from rocketmq_protocol.extension import pb
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from rocketmq_protocol.grpc_v2 import service_pb2 as s
@@ -17,8 +19,10 @@ from tests.support.helpers import (
     CLIENT_MD,
     RPC_TIMEOUT_S,
     bulk_pull,
+    channel_pull,
     endpoints_by_broker,
     make_message,
+    pull_channel_address,
     pull_v2,
     query_offset,
     queue_ref,
@@ -59,12 +63,27 @@ def _bulk_puller(ext) -> Puller:
     return do
 
 
-@pytest.fixture(params=["PullMessage", "BulkPull"])
-def puller(request, rocketmq_emulator, v2_stub, ext_stub) -> Puller:
+def _channel_puller(conn) -> Puller:
+    def do(topic: str, queue_id: int, offset: int, max_messages: int = 32, expression: str | None = None):
+        r = channel_pull(conn, topic, queue_id, offset, max_messages, expression=expression)
+        return Outcome(r.code, r.next_offset, r.offsets, r.tags)
+
+    return do
+
+
+@pytest.fixture(params=["PullMessage", "BulkPull", "PullChannel"])
+def puller(request, rocketmq_emulator, v2_stub, ext_stub) -> Iterator[Puller]:
     endpoint = endpoints_by_broker(rocketmq_emulator)[BROKER]
     if request.param == "PullMessage":
-        return _v2_puller(v2_stub(endpoint))
-    return _bulk_puller(ext_stub(endpoint))
+        yield _v2_puller(v2_stub(endpoint))
+    elif request.param == "BulkPull":
+        yield _bulk_puller(ext_stub(endpoint))
+    else:
+        conn = RemotingConnection(pull_channel_address(ext_stub(endpoint)))
+        try:
+            yield _channel_puller(conn)
+        finally:
+            conn.close()
 
 
 @pytest.fixture

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from rocketmq_protocol.extension import pb
+from rocketmq_protocol.extension.pull_channel import BULK_PULL_CODE
 from rocketmq_protocol.remoting.codes import RequestCode as Q
 from rocketmq_protocol.remoting.codes import ResponseCode as R
 from tests.support.remoting import RemotingClient
@@ -71,3 +73,17 @@ def test_admin_codes_need_an_admin_account(emu):
 def test_the_name_server_checks_nothing(emu):
     with RemotingClient(emu.name_server) as c:
         assert c.call(Q.GET_ROUTEINFO_BY_TOPIC, {"topic": "orders"}).code == R.SUCCESS
+
+
+def test_the_pull_channel_is_closed_under_an_acl(emu):
+    """BulkPull in remoting frames carries no v2 signature: refused unsigned (the ACL's check of every request)
+    and signed (no BulkPull fields are signed), so an ACL'd emulator serves bulk pulls over gRPC only."""
+    request = pb.BulkPullRequest(
+        group="readers", topic="orders", queue_id=0, max_messages=1
+    ).SerializeToString()
+    with _broker(emu) as c:
+        r = c.call(BULK_PULL_CODE, {}, request)
+        assert r.code == R.NO_PERMISSION and "AccessKey/Signature" in r.remark
+    with _broker(emu, ("app", "app-secret")) as c:
+        r = c.call(BULK_PULL_CODE, {}, request)
+        assert r.code == R.NO_PERMISSION and "pull channel" in r.remark

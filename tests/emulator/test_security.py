@@ -303,8 +303,13 @@ def test_every_rpc_refuses_unsigned_requests(secured: Emulator) -> None:
         assert (offsets.code, list(offsets.queues)) == (d.UNAUTHORIZED, [])
         admin = ext.Admin(pb.AdminRequest(verb="topics"), metadata=md, timeout=10)
         assert admin.code == d.UNAUTHORIZED
+        channel = ext.PullChannel(pb.PullChannelRequest(), metadata=md, timeout=10)
+        assert (channel.code, channel.address) == (d.UNAUTHORIZED, "")
         # Signed, but the account lacks SUB: FORBIDDEN, in band.
         signed = md + signed_headers("writer", secret("writer"))
+        # The pull channel carries no signature: an ACL'd emulator offers none to anyone.
+        channel = ext.PullChannel(pb.PullChannelRequest(), metadata=signed, timeout=10)
+        assert (channel.code, channel.address) == (d.OK, "")
         bulk = ext.BulkPull(pb.BulkPullRequest(group=GROUP, topic=TOPIC, max_messages=1), metadata=signed)
         assert (bulk.code, bulk.message) == (
             d.FORBIDDEN,

@@ -48,6 +48,7 @@ def test_encode_is_what_protobuf_serializes(seed):
         arrow_ipc=b"" if rows is None else table_to_ipc(rows),
     ).SerializeToString()
     assert encode_response(*fields, rows) == expected
+    assert bytes(encode_response(*fields, rows, copy=False)) == expected  # the pull channel's view
 
 
 @pytest.mark.parametrize("seed", range(40))

@@ -451,3 +451,18 @@ def test_a_java_push_consumer_of_the_same_group_keeps_every_queue(
         f"RocketMQ {cluster.dist.version}: a Java push consumer of {group} received all {len(set(got))} messages "
         f"on queues {sorted(queues)} while a stream of the same group read and committed {read}"
     )
+
+
+def test_a_real_broker_refuses_the_emulators_pull_channel_code(real_cluster: rc.Cluster) -> None:
+    """The emulator's pull channel uses request code 50001, none of Apache RocketMQ's: a real broker answers
+    it REQUEST_CODE_NOT_SUPPORTED instead of mistaking it for a request of its own."""
+    from rocketmq_protocol.extension import pb
+    from rocketmq_protocol.extension.pull_channel import BULK_PULL_CODE
+    from rocketmq_protocol.remoting.codes import ResponseCode
+    from tests.support.remoting import RemotingClient
+
+    topic = new_topic(real_cluster)
+    request = pb.BulkPullRequest(group="g", topic=topic, queue_id=0, max_messages=1).SerializeToString()
+    with RemotingClient(real_cluster.broker_addr) as broker:
+        r = broker.call(BULK_PULL_CODE, {}, request)
+    assert r.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED, (r.code, r.remark)

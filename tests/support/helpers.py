@@ -16,6 +16,8 @@ import pyarrow as pa
 from google.protobuf import duration_pb2, timestamp_pb2
 
 from rocketmq_protocol.extension import pb
+from rocketmq_protocol.extension.bulk_pull_wire import decode_response
+from rocketmq_protocol.extension.pull_channel import BULK_PULL_CODE
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from rocketmq_protocol.grpc_v2 import service_pb2 as s
 from rocketmq_protocol.message_schema import ipc_to_table
@@ -205,8 +207,7 @@ class BulkResult:
         return [r["tag"] for r in self.rows]
 
 
-def bulk_pull(
-    ext: Any,
+def bulk_request(
     topic: str,
     queue_id: int,
     offset: int,
@@ -216,8 +217,7 @@ def bulk_pull(
     polling_ms: int = 0,
     group: str = GROUP,
     max_bytes: int = 0,
-    timeout: float = RPC_TIMEOUT_S,
-) -> BulkResult:
+) -> pb.BulkPullRequest:
     req = pb.BulkPullRequest(
         group=group,
         topic=topic,
@@ -229,7 +229,11 @@ def bulk_pull(
     )
     if expression is not None:
         req.filter.CopyFrom(pb.PullFilter(type=d.TAG, expression=expression))
-    resp = ext.BulkPull(req, metadata=CLIENT_MD, timeout=timeout)
+    return req
+
+
+def bulk_result(resp: Any) -> BulkResult:
+    """A BulkPullResponse (or `bulk_pull_wire.BulkPullReply`) as rows, its count checked against them."""
     rows: list[dict[str, Any]] = []
     if resp.arrow_ipc:
         rows = ipc_to_table(resp.arrow_ipc).to_pylist()
@@ -237,6 +241,46 @@ def bulk_pull(
     return BulkResult(
         resp.code, resp.next_offset, resp.min_offset, resp.max_offset, resp.count, rows, resp.message
     )
+
+
+def bulk_pull(
+    ext: Any,
+    topic: str,
+    queue_id: int,
+    offset: int,
+    max_messages: int = 1024,
+    *,
+    timeout: float = RPC_TIMEOUT_S,
+    **fields: Any,
+) -> BulkResult:
+    """BulkPull over gRPC; `fields`: `bulk_request`'s keyword arguments."""
+    req = bulk_request(topic, queue_id, offset, max_messages, **fields)
+    return bulk_result(ext.BulkPull(req, metadata=CLIENT_MD, timeout=timeout))
+
+
+def channel_pull(
+    conn: Any,
+    topic: str,
+    queue_id: int,
+    offset: int,
+    max_messages: int = 1024,
+    *,
+    timeout: float = RPC_TIMEOUT_S,
+    **fields: Any,
+) -> BulkResult:
+    """BulkPull over the emulator's pull channel: `conn` is a remoting connection to the address PullChannel
+    gives (`connector.clients.remoting_connection.RemotingConnection`)."""
+    req = bulk_request(topic, queue_id, offset, max_messages, **fields)
+    cmd = conn.request(BULK_PULL_CODE, {}, req.SerializeToString()).result(timeout)
+    assert cmd.code == 0, (cmd.code, cmd.remark)
+    return bulk_result(decode_response(cmd.body))
+
+
+def pull_channel_address(ext: Any) -> str:
+    """The address an endpoint's PullChannel names ("" for none)."""
+    resp = ext.PullChannel(pb.PullChannelRequest(), metadata=CLIENT_MD, timeout=RPC_TIMEOUT_S)
+    assert resp.code == d.OK, resp
+    return resp.address
 
 
 def read_queue_v2(stub: Any, topic: str, queue_id: int, end: int, batch_size: int = 32) -> list[d.Message]:
