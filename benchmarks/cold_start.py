@@ -13,7 +13,9 @@ is the JVM's part alone. `measure(spark_home=...)` runs the process against anot
 
 The session is created before the clock starts: its start (the JVM) is not part of the figure. Spark's
 lookup of the installed Python data sources is part of it: it runs on a session's first use of one. Prints one
-JSON object: `session_s`, `writes_s` (the three writes), `first_s`, `warm_s`, `one_time_s`.
+JSON object: `session_s`, `writes_s` (the three writes), `first_s`, `warm_s`, `one_time_s`, and
+`cpu_s`: per write, the CPU seconds of Spark's JVM and of its Python processes (`benchmarks/cpu_time.py`),
+which say whether the one-time cost is work (class loading, JIT compilation, imports) or waiting.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ SINKS = ("rocketmq", "discard", "noop")
 def measure_here(endpoints: str, messages: int, size: int, sink: str, topic: str) -> dict[str, Any]:
     """In this (fresh) process: a session, then three timed writes."""
     t0 = time.perf_counter()
+    from benchmarks.cpu_time import measured
     from benchmarks.stacks import body_frame
     from examples.spark_defaults import spark_session
 
@@ -42,16 +45,19 @@ def measure_here(endpoints: str, messages: int, size: int, sink: str, topic: str
     try:
         opts = {"endpoints": endpoints, "topic": topic} if sink == "rocketmq" else {}
         df = body_frame(spark, messages, size, "body")
-        writes = []
+        writes, cpu = [], []
         for i in range(3):
             t = time.perf_counter()
-            if sink == "discard" and i == 0:
-                # The session's first use of a Python data source by name, or its first registration, starts
-                # a Python worker that looks up the installed ones (~1.9 s here, most of it importing
-                # PySpark): the rocketmq sink pays it inside its first write, so the discarding one does too.
-                spark.dataSource.register(discard_source())
-            df.write.format(sink).options(**opts).mode("append").save()
+            with measured(None) as use:
+                if sink == "discard" and i == 0:
+                    # The session's first use of a Python data source by name, or its first registration,
+                    # starts a Python worker that looks up the installed ones (~1.9 s here, most of it
+                    # importing PySpark): the rocketmq sink pays it inside its first write, so the
+                    # discarding one does too.
+                    spark.dataSource.register(discard_source())
+                df.write.format(sink).options(**opts).mode("append").save()
             writes.append(time.perf_counter() - t)
+            cpu.append({k: use.seconds[k] for k in ("jvm", "python")})
     finally:
         spark.stop()
     warm = min(writes[1:])
@@ -63,6 +69,7 @@ def measure_here(endpoints: str, messages: int, size: int, sink: str, topic: str
         "first_s": writes[0],
         "warm_s": warm,
         "one_time_s": writes[0] - warm,
+        "cpu_s": cpu,
     }
 
 
