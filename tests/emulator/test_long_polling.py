@@ -13,7 +13,6 @@ from connector.clients.remoting_connection import RemotingConnection
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
 from tests.support.helpers import (
     bulk_pull,
-    channel_pull,
     endpoints_by_broker,
     percentile,
     pull_channel_address,
@@ -42,7 +41,7 @@ def _pull_fn(protocol: str, stub, ext, conn) -> Callable[..., tuple[int, int, li
         elif protocol == "BulkPull":
             r = bulk_pull(ext, topic, QUEUE, offset, 32, expression=expression, polling_ms=polling_ms)
         else:
-            r = channel_pull(conn, topic, QUEUE, offset, 32, expression=expression, polling_ms=polling_ms)
+            r = bulk_pull(conn, topic, QUEUE, offset, 32, expression=expression, polling_ms=polling_ms)
         return r.code, r.next_offset, r.offsets
 
     return pull

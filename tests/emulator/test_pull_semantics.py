@@ -19,7 +19,6 @@ from tests.support.helpers import (
     CLIENT_MD,
     RPC_TIMEOUT_S,
     bulk_pull,
-    channel_pull,
     endpoints_by_broker,
     make_message,
     pull_channel_address,
@@ -55,17 +54,11 @@ def _v2_puller(stub) -> Puller:
     return do
 
 
-def _bulk_puller(ext) -> Puller:
+def _bulk_puller(via) -> Puller:
+    """BulkPull through `via`: an extension stub (gRPC) or a connection to the pull channel."""
+
     def do(topic: str, queue_id: int, offset: int, max_messages: int = 32, expression: str | None = None):
-        r = bulk_pull(ext, topic, queue_id, offset, max_messages, expression=expression)
-        return Outcome(r.code, r.next_offset, r.offsets, r.tags)
-
-    return do
-
-
-def _channel_puller(conn) -> Puller:
-    def do(topic: str, queue_id: int, offset: int, max_messages: int = 32, expression: str | None = None):
-        r = channel_pull(conn, topic, queue_id, offset, max_messages, expression=expression)
+        r = bulk_pull(via, topic, queue_id, offset, max_messages, expression=expression)
         return Outcome(r.code, r.next_offset, r.offsets, r.tags)
 
     return do
@@ -81,7 +74,7 @@ def puller(request, rocketmq_emulator, v2_stub, ext_stub) -> Iterator[Puller]:
     else:
         conn = RemotingConnection(pull_channel_address(ext_stub(endpoint)))
         try:
-            yield _channel_puller(conn)
+            yield _bulk_puller(conn)
         finally:
             conn.close()
 

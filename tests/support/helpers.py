@@ -15,6 +15,7 @@ from typing import Any
 import pyarrow as pa
 from google.protobuf import duration_pb2, timestamp_pb2
 
+from connector.clients.remoting_connection import RemotingConnection
 from rocketmq_protocol.extension import pb
 from rocketmq_protocol.extension.bulk_pull_wire import decode_response
 from rocketmq_protocol.extension.pull_channel import BULK_PULL_CODE
@@ -244,7 +245,7 @@ def bulk_result(resp: Any) -> BulkResult:
 
 
 def bulk_pull(
-    ext: Any,
+    via: Any,
     topic: str,
     queue_id: int,
     offset: int,
@@ -253,25 +254,12 @@ def bulk_pull(
     timeout: float = RPC_TIMEOUT_S,
     **fields: Any,
 ) -> BulkResult:
-    """BulkPull over gRPC; `fields`: `bulk_request`'s keyword arguments."""
+    """BulkPull over gRPC (`via`: an EmulatorService stub) or over the emulator's pull channel (`via`: a
+    `RemotingConnection` to the address PullChannel names); `fields`: `bulk_request`'s keyword arguments."""
     req = bulk_request(topic, queue_id, offset, max_messages, **fields)
-    return bulk_result(ext.BulkPull(req, metadata=CLIENT_MD, timeout=timeout))
-
-
-def channel_pull(
-    conn: Any,
-    topic: str,
-    queue_id: int,
-    offset: int,
-    max_messages: int = 1024,
-    *,
-    timeout: float = RPC_TIMEOUT_S,
-    **fields: Any,
-) -> BulkResult:
-    """BulkPull over the emulator's pull channel: `conn` is a remoting connection to the address PullChannel
-    gives (`connector.clients.remoting_connection.RemotingConnection`)."""
-    req = bulk_request(topic, queue_id, offset, max_messages, **fields)
-    cmd = conn.request(BULK_PULL_CODE, {}, req.SerializeToString()).result(timeout)
+    if not isinstance(via, RemotingConnection):
+        return bulk_result(via.BulkPull(req, metadata=CLIENT_MD, timeout=timeout))
+    cmd = via.request(BULK_PULL_CODE, {}, req.SerializeToString()).result(timeout)
     assert cmd.code == 0, (cmd.code, cmd.remark)
     return bulk_result(decode_response(cmd.body))
 
