@@ -10,7 +10,9 @@ outstanding. Prints the server's CPU per request and per KiB, and per message fo
 
 `--response N` turns it around, as a bulk pull does: each call is answered with the same N bytes, held
 ready by the server, to a client calling from two threads (a read task's pulls on this machine's two cores
-are two at a time). Prints the CPU of each side per response and per `--message-bytes` message.
+are two at a time). Prints the CPU of each side per response and per `--message-bytes` message, and the same
+for the bytes sent over a plain socket (an asyncio server, length-prefixed answers read into one buffer per
+answer): what the emulator's pull channel moves them with instead.
 """
 
 from __future__ import annotations
@@ -18,8 +20,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import multiprocessing as mp
+import socket
+import struct
 import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, contextmanager
 
 import grpc
 import psutil
@@ -80,23 +86,23 @@ def measure(size: int, requests: int, in_flight: int) -> float:
         proc.join(10)
 
 
-def response_floor(size: int, responses: int = 60, threads: int = 2) -> tuple[float, float]:
-    """CPU seconds per response of `size` bytes (a bulk pull's, answered from memory) of the server and of
-    this process, the client, calling from `threads` threads."""
+def _answered(
+    serve: Callable[[mp.Queue, int], None],
+    size: int,
+    caller: Callable[[int, int], AbstractContextManager[Callable[[int], None]]],
+    responses: int,
+    threads: int,
+) -> tuple[float, float]:
+    """Starts `serve` (answering `size` bytes) in its own process; `caller(port, size)` gives a function making
+    that many calls; CPU seconds per response of the server and of this process, calling from `threads`
+    threads after 4 unmeasured calls."""
     ports: mp.Queue = mp.Queue()
-    proc = mp.Process(target=_serve, args=(ports, size), daemon=True)
+    proc = mp.Process(target=serve, args=(ports, size), daemon=True)
     proc.start()
     try:
         port = ports.get(timeout=30)
         server = psutil.Process(proc.pid)
-        with grpc.insecure_channel(f"127.0.0.1:{port}", options=_OPTIONS) as ch:
-            call = ch.unary_unary(_METHOD)
-
-            def calls(count: int) -> None:
-                for _ in range(count):
-                    if len(call(b"", timeout=60)) != size:
-                        raise RuntimeError("the floor server answered a response of another size")
-
+        with caller(port, size) as calls:
             calls(4)
             server0 = sum(server.cpu_times()[:2])
             per_thread = responses // threads
@@ -110,6 +116,77 @@ def response_floor(size: int, responses: int = 60, threads: int = 2) -> tuple[fl
         proc.join(10)
 
 
+@contextmanager
+def _grpc_caller(port: int, size: int) -> Iterator[Callable[[int], None]]:
+    with grpc.insecure_channel(f"127.0.0.1:{port}", options=_OPTIONS) as ch:
+        call = ch.unary_unary(_METHOD)
+
+        def calls(count: int) -> None:
+            for _ in range(count):
+                if len(call(b"", timeout=60)) != size:
+                    raise RuntimeError("the floor server answered a response of another size")
+
+        yield calls
+
+
+def response_floor(size: int, responses: int = 60, threads: int = 2) -> tuple[float, float]:
+    """CPU seconds per response of `size` bytes (a bulk pull's, answered from memory) of the server and of
+    this process, the client, calling from `threads` threads."""
+    return _answered(_serve, size, _grpc_caller, responses, threads)
+
+
+def _serve_socket(port_out: mp.Queue, answer_bytes: int) -> None:
+    async def main() -> None:
+        frame = struct.pack(">I", answer_bytes) + b"x" * answer_bytes
+
+        async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            try:
+                while True:
+                    await reader.readexactly(4)
+                    writer.write(frame)
+                    await writer.drain()
+            except (asyncio.IncompleteReadError, ConnectionError):
+                writer.close()
+
+        server = await asyncio.start_server(answer, "127.0.0.1", 0)
+        port_out.put(server.sockets[0].getsockname()[1])
+        await server.serve_forever()
+
+    asyncio.run(main())
+
+
+def _read_exact(sock: socket.socket, view: memoryview) -> None:
+    got = 0
+    while got < len(view):
+        n = sock.recv_into(view[got:])
+        if not n:
+            raise ConnectionError("the floor server closed the connection")
+        got += n
+
+
+@contextmanager
+def _socket_caller(port: int, size: int) -> Iterator[Callable[[int], None]]:
+    def calls(count: int) -> None:
+        with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
+            head = bytearray(4)
+            for _ in range(count):
+                sock.sendall(b"pull")
+                _read_exact(sock, memoryview(head))
+                (length,) = struct.unpack(">I", head)
+                if length != size:
+                    raise RuntimeError("the floor server answered a response of another size")
+                _read_exact(sock, memoryview(bytearray(length)))
+
+    yield calls
+
+
+def socket_floor(size: int, responses: int = 60, threads: int = 2) -> tuple[float, float]:
+    """As `response_floor`, over a plain socket: each request (4 bytes) is answered with a 4-byte length and
+    the same `size` bytes, read into a new buffer; CPU seconds per response of the server and of this
+    process."""
+    return _answered(_serve_socket, size, _socket_caller, responses, threads)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bytes", type=int, default=281_000)
@@ -119,16 +196,17 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--message-bytes", type=int, default=210, help="with --response: bytes per message")
     args = ap.parse_args(argv)
     if args.response:
-        server, client = response_floor(args.response)
         per_msg = args.message_bytes / args.response * 1e6
-        print(
-            f"{args.response:,}-byte responses, CPU per response: server {server * 1e6:,.0f} µs, client "
-            f"{client * 1e6:,.0f} µs"
-        )
-        print(
-            f"  per {args.message_bytes}-byte message: server {server * per_msg:.3f} µs, client "
-            f"{client * per_msg:.3f} µs"
-        )
+        for label, floor in (("gRPC", response_floor), ("plain socket", socket_floor)):
+            server, client = floor(args.response)
+            print(
+                f"{label}, {args.response:,}-byte responses, CPU per response: server {server * 1e6:,.0f} µs, "
+                f"client {client * 1e6:,.0f} µs"
+            )
+            print(
+                f"  per {args.message_bytes}-byte message: server {server * per_msg:.3f} µs, client "
+                f"{client * per_msg:.3f} µs"
+            )
         return
     per_request = measure(args.bytes, args.requests, args.in_flight)
     print(f"grpc.aio server CPU: {per_request * 1e6:,.0f} µs per {args.bytes:,}-byte request")

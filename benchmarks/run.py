@@ -89,6 +89,8 @@ MEASURES = (
     "raw bulk pull: client CPU",
     "gRPC floor (same-size responses from memory): server CPU",
     "gRPC floor: client CPU",
+    "socket floor (same responses, plain TCP): server CPU",
+    "socket floor: client CPU",
     "remoting pull → Arrow",
     "remoting pull: emulator CPU",
     "remoting pull: client CPU",
@@ -260,6 +262,19 @@ def run(
                 )
             )
             rows.append(Row("gRPC floor: client CPU", client / count * 1e6, "µs/msg", "—"))
+            log(
+                "socket floor: the same responses over a plain socket (what the pull channel moves them with)"
+            )
+            server, client = grpc_floor.socket_floor(response_bytes)
+            rows.append(
+                Row(
+                    "socket floor (same responses, plain TCP): server CPU",
+                    server / count * 1e6,
+                    "µs/msg",
+                    "—",
+                )
+            )
+            rows.append(Row("socket floor: client CPU", client / count * 1e6, "µs/msg", "—"))
         if "remoting" in args.groups and raw_throughput.NAME_SERVER:
             if not needs_data:
                 raw_send(endpoints, n, size, topic=TOPIC, warmup_topic=WARMUP_TOPIC)
