@@ -37,6 +37,7 @@ _LIMIT = 64 << 20
 
 
 _OPTIONS = [("grpc.max_receive_message_length", _LIMIT), ("grpc.max_send_message_length", _LIMIT)]
+MIN_FLOOR_BYTES = 400 << 20  # a socket client reads 400 MiB in ~0.1 s of CPU here
 
 
 def _serve(port_out: mp.Queue, answer_bytes: int = 20) -> None:
@@ -95,7 +96,9 @@ def _answered(
 ) -> tuple[float, float]:
     """Starts `serve` (answering `size` bytes) in its own process; `caller(port, size)` gives a function making
     that many calls; CPU seconds per response of the server and of this process, calling from `threads`
-    threads after 4 unmeasured calls."""
+    threads after 4 unmeasured calls. Small responses are asked for more often, so that at least
+    MIN_FLOOR_BYTES move: CPU times count in 10 ms ticks."""
+    responses = max(responses, -(-MIN_FLOOR_BYTES // max(size, 1)))
     ports: mp.Queue = mp.Queue()
     proc = mp.Process(target=serve, args=(ports, size), daemon=True)
     proc.start()
