@@ -868,6 +868,9 @@ def _strip_ports(hosts: pa.Array) -> pa.Array:
 def _tag_codes(tags: pa.Array) -> pa.Array:
     if tags.null_count == len(tags):
         return from_numpy(np.zeros(len(tags), np.int32))
+    same = uniform_value(tags)  # one producer's tag (the usual pull): one hash, repeated
+    if same is not None:
+        return from_numpy(np.full(len(tags), java_string_hash(same.decode("utf-8", "replace")), np.int32))
     enc = pc.dictionary_encode(tags)
     codes = from_numpy(np.array([java_string_hash(t) for t in enc.dictionary.to_pylist()], np.int32))
     return pc.fill_null(pc.take(codes, enc.indices), 0)

@@ -22,7 +22,9 @@ __all__ = [
     "hex_upper",
     "host_strings",
     "parse_hosts",
+    "even_step",
     "rows_at",
+    "rows_view",
     "uniform_value",
     "value_offsets",
     "view_array",
@@ -46,11 +48,13 @@ def as_u8(data: bytes | bytearray | memoryview | np.ndarray) -> np.ndarray:
 def gather(buf: np.ndarray, positions: np.ndarray, dtype: str) -> np.ndarray:
     """The `dtype` values (e.g. '>i4', '>i8', '<u8') at arbitrary byte positions of `buf`, native-endian.
 
-    Reads each value's bytes with one memcpy-per-row gather (`rows_at`), then reinterprets them.
+    Values at evenly stepped positions are read through a strided view (`rows_view`) in one pass; others
+    are gathered with one memcpy per row, then reinterpreted.
     """
     dt = np.dtype(dtype)
-    raw = rows_at(buf, positions, dt.itemsize)
-    return raw.view(dt).reshape(len(positions)).astype(dt.newbyteorder("="), copy=False)
+    raw = rows_view(buf, positions, dt.itemsize)
+    # a strided view is read-only and shares `buf`: copy it even when no byte swap is needed
+    return raw.view(dt).reshape(len(positions)).astype(dt.newbyteorder("="), copy=not raw.flags.writeable)
 
 
 def _words(src: np.ndarray, pos: np.ndarray) -> np.ndarray:
@@ -83,11 +87,37 @@ def uniform_value(arr: pa.Array) -> bytes | None:
     return data[0].tobytes() if width else b""
 
 
-def rows_at(buf: np.ndarray, positions: np.ndarray, width: int) -> np.ndarray:
-    """The `width` bytes at each position, as a (k, width) uint8 array (one memcpy per row)."""
+def even_step(positions: np.ndarray) -> int | None:
+    """The constant distance between consecutive positions (≥ 1), or None when they do not step evenly
+    (fixed-size records do: their fields sit at one stride from each other)."""
+    n = len(positions)
+    if n < 2:
+        return None
+    step = int(positions[1]) - int(positions[0])
+    if step < 1 or int(positions[-1]) - int(positions[0]) != step * (n - 1):
+        return None
+    return step if (np.diff(positions) == step).all() else None
+
+
+def rows_view(buf: np.ndarray, positions: np.ndarray, width: int) -> np.ndarray:
+    """The `width` bytes at each position as a (k, width) uint8 array, read-only: a strided view of `buf`
+    when the positions step evenly (no copy), else a gathered copy (`rows_at`)."""
+    step = even_step(positions)
+    if step is not None:
+        first, last = int(positions[0]), int(positions[-1])
+        if first >= 0 and last + width <= len(buf):
+            return np.lib.stride_tricks.as_strided(
+                buf[first:], shape=(len(positions), width), strides=(step, 1), writeable=False
+            )
     count = max(len(buf) - width + 1, 0)
     items = np.ndarray(shape=(count,), dtype=np.dtype((np.void, width)), buffer=buf, offset=0, strides=(1,))
     return items[positions].view(np.uint8).reshape(len(positions), width)
+
+
+def rows_at(buf: np.ndarray, positions: np.ndarray, width: int) -> np.ndarray:
+    """The `width` bytes at each position, as a contiguous (k, width) uint8 array of its own."""
+    rows = rows_view(buf, positions, width)
+    return rows if rows.flags.writeable else rows.copy()  # a strided view is read-only: copy it
 
 
 def view_array(

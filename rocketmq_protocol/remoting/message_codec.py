@@ -40,6 +40,7 @@ from .columns import (
     host_strings,
     parse_hosts,
     rows_at,
+    rows_view,
     value_offsets,
     view_array,
 )
@@ -332,7 +333,7 @@ def _decode_records(
     # Every record is at least _MIN_STORED bytes, so the IPv4 layout's 88 bytes can be read for all of them;
     # records with an IPv6 host are read again with their own layout.
     v4 = _LAYOUTS[(False, False)]
-    raw = rows_at(buf, starts, v4.itemsize)
+    raw = rows_view(buf, starts, v4.itemsize)
     rec = raw.view(v4).reshape(-1)
     magic = rec["magic"].astype(np.int32)
     bad = np.flatnonzero((magic != MAGIC_V1) & (magic != MAGIC_V2))

@@ -257,23 +257,28 @@ def _parse_uniform(arr: pa.Array, names: Sequence[str], hidden: frozenset[str]) 
         return None
     data = np.frombuffer(arr.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[-1]]
     rows = data.reshape(n, width)
-    differs = np.flatnonzero((rows[1:] != rows[0]).any(axis=0))
+    high, low = rows.max(axis=0), rows.min(axis=0)  # per byte column: varies where they differ
+    varies = high != low
     items = _uniform_items(rows[0].tobytes())
     inside = np.zeros(width, dtype=bool)
     for _, _, vs, vl in items:
         inside[vs : vs + vl] = True
-    if len(differs) and (not inside[differs].all() or (rows[:, differs] <= 2).any()):
+    if (varies & ~inside).any():
+        return None
+    if (varies & (low <= 2)).any():  # where a value varies, no row may hold a separator byte
         return None
     head = rows[0].tobytes()
     keyed = [(head[ks : ks + kl].decode("utf-8", "replace"), ks, kl, vs, vl) for ks, kl, vs, vl in items]
     last = {name: (vs, vl) for name, _, _, vs, vl in keyed}
     values: dict[str, pa.Array] = {}
+    absent = None
     for name in names:
         if name in last:
             vs, vl = last[name]
             values[name] = _fixed_strings(np.ascontiguousarray(rows[:, vs : vs + vl]).reshape(-1), n)
         else:
-            values[name] = pa.nulls(n, pa.string())
+            absent = pa.nulls(n, pa.string()) if absent is None else absent  # one array for every absent name
+            values[name] = absent
     user = [item for item in keyed if item[0] not in hidden]
     k = len(user)
     key_bytes = b"".join(head[ks : ks + kl] for _, ks, kl, _, _ in user)
