@@ -13,6 +13,7 @@ from . import admin
 from .core.acl import AclError
 from .core.cluster import DEFAULT_DELAY_LEVELS, ClusterConfig
 from .core.retry import parse_delay_levels
+from .remoting.record_cache import DEFAULT_BUDGET_BYTES
 from .server import EmulatorServer
 
 
@@ -64,6 +65,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--retention-messages", type=int, help="keep at most N messages per queue")
     p.add_argument("--retention-hours", type=float, help="delete messages older than H hours")
     p.add_argument("--max-body-size", type=int, default=4 * 1024 * 1024)
+    p.add_argument(
+        "--remoting-cache-mb",
+        type=int,
+        default=DEFAULT_BUDGET_BYTES >> 20,
+        help="memory for the encoded records of remoting pull answers, kept for later pulls of the same "
+        f"offsets (default {DEFAULT_BUDGET_BYTES >> 20}; 0: encode every answer)",
+    )
     p.add_argument(
         "--min-invisible-ms",
         type=int,
@@ -171,7 +179,13 @@ async def _serve(args: argparse.Namespace) -> int:
         return 2
     try:
         server = EmulatorServer(
-            config, args.port, cert, key, namesrv_port=args.namesrv_port, remoting_port=args.remoting_port
+            config,
+            args.port,
+            cert,
+            key,
+            namesrv_port=args.namesrv_port,
+            remoting_port=args.remoting_port,
+            record_cache_bytes=max(args.remoting_cache_mb, 0) << 20,
         )
     except AclError as e:
         print(f"error: --acl: {e}", file=sys.stderr)

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .core.cluster import Broker, ClusterConfig
+from .remoting.record_cache import DEFAULT_BUDGET_BYTES
 from .server import EmulatorServer
 
 log = logging.getLogger(__name__)
@@ -53,7 +54,8 @@ class Emulator:
     """An embedded RocketMQ cluster: `with Emulator(brokers=2, queues=8) as emu: emu.endpoints`.
 
     `acl`: an ACL file path (re-read when it changes) or its JSON value as a dict (docs/design.md, 'Security');
-    `tls_cert`/`tls_key`: PEM bytes to serve TLS."""
+    `tls_cert`/`tls_key`: PEM bytes to serve TLS; `remoting_cache_mb`: memory for kept remoting pull answers
+    (`serve --remoting-cache-mb`)."""
 
     def __init__(
         self,
@@ -69,6 +71,7 @@ class Emulator:
         acl: str | os.PathLike | dict | None = None,
         namesrv_port: int = 0,
         remoting_port: int = 0,
+        remoting_cache_mb: int = DEFAULT_BUDGET_BYTES >> 20,
         **options: Any,
     ) -> None:
         if brokers < 1:
@@ -85,6 +88,7 @@ class Emulator:
         self.port = port
         self.namesrv_port = namesrv_port
         self.remoting_port = remoting_port
+        self.remoting_cache_mb = remoting_cache_mb
         self._tls = (tls_cert, tls_key)
         self.server: EmulatorServer | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -108,6 +112,7 @@ class Emulator:
                     *self._tls,
                     namesrv_port=self.namesrv_port,
                     remoting_port=self.remoting_port,
+                    record_cache_bytes=max(self.remoting_cache_mb, 0) << 20,
                 )
                 loop.run_until_complete(self.server.start())
             except BaseException as e:  # reported to the starting thread

@@ -16,6 +16,7 @@ from .grpc_v2.messaging import MessagingService
 from .grpc_v2.transactions import ask_producer
 from .remoting.broker import RemotingBroker
 from .remoting.namesrv import NameServer
+from .remoting.record_cache import DEFAULT_BUDGET_BYTES, RecordCache
 from .remoting.server import RemotingServer
 
 log = logging.getLogger(__name__)
@@ -36,6 +37,7 @@ class EmulatorServer:
         *,
         namesrv_port: int = 0,
         remoting_port: int = 0,
+        record_cache_bytes: int = DEFAULT_BUDGET_BYTES,
     ) -> None:
         self.config = config
         self.port = port
@@ -43,6 +45,7 @@ class EmulatorServer:
         self.remoting_port = remoting_port
         self.namesrv: RemotingServer | None = None
         self.remoting: list[RemotingServer] = []
+        self.record_cache = RecordCache(record_cache_bytes)  # the remoting brokers' kept pull answers
         self.tls = (tls_key, tls_cert) if tls_cert and tls_key else None
         self.cluster = Cluster(config)
         self.servers: list[grpc.aio.Server] = []
@@ -110,7 +113,7 @@ class EmulatorServer:
         self.servers.append(server)
         self.services.append(messaging)
         log.info("%s listening on %s", b.name, b.endpoint)
-        front = RemotingBroker(self.cluster, b, polling)
+        front = RemotingBroker(self.cluster, b, polling, self.record_cache)
         remoting = RemotingServer(b.name, front.handlers(), gate=front.gate, on_close=front.on_close)
         want = 0 if self.remoting_port == 0 else self.remoting_port + b.index
         b.remoting_port = await remoting.start(self.config.host, want)

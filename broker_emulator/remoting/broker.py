@@ -17,16 +17,25 @@ from ..core.cluster import Broker, Cluster
 from ..core.long_polling import LongPollingService
 from . import admin, bulk_pull, clients, pulling, sending
 from .access import refusal
+from .record_cache import RecordCache
 from .server import Connection, Handler
 
 log = logging.getLogger(__name__)
 
 
 class RemotingBroker:
-    def __init__(self, cluster: Cluster, broker: Broker, polling: LongPollingService) -> None:
+    def __init__(
+        self,
+        cluster: Cluster,
+        broker: Broker,
+        polling: LongPollingService,
+        record_cache: RecordCache | None = None,
+    ) -> None:
         self.cluster = cluster
         self.broker = broker
         self.polling = polling
+        # encoded answers to PULL_MESSAGE, kept for later pulls of the same offsets (shared by the brokers)
+        self.record_cache = record_cache if record_cache is not None else RecordCache(0)
         self.client_conns: dict[str, Connection] = {}  # client id → the connection of its last heartbeat
         self.locks: dict[tuple[str, str, str, int], tuple[str, float]] = {}  # LOCK_BATCH_MQ owners
 

@@ -88,14 +88,29 @@ async def pull_message(self: RemotingBroker, conn: Connection, cmd: RemotingComm
     code = pull_code(result)
     body: bytes | memoryview = b""
     if result.status == FOUND and result.table is not None:
-        records, starts = stored_record_buffer(
-            result.table, topic, qid, self.broker, self.cluster.config.cluster_name
-        )
+        records, starts = _records(self, topic, qid, result.table)
         fit = max(1, int(np.searchsorted(starts, PULL_MAX_RECORD_BYTES, side="right")) - 1)
         if fit < len(starts) - 1:  # the rest would overflow the frame: it is the next pull's
             header.next_begin_offset = result.table.column("queue_offset")[fit].as_py()
         body = memoryview(records)[: int(starts[fit])]
     return cmd.response(code, ext_fields=header.to_ext_fields(), body=body)
+
+
+def _records(self: RemotingBroker, topic: str, qid: int, table: pa.Table) -> tuple[pa.Buffer, np.ndarray]:
+    """The stored records of a pull's rows and where each starts: from the record cache when an earlier
+    answer holds these offsets, else encoded (and kept, when the rows are consecutive offsets)."""
+    offsets = table.column("queue_offset")
+    first, n = offsets[0].as_py(), table.num_rows
+    consecutive = offsets[n - 1].as_py() - first == n - 1  # no row filtered out between them
+    name = self.broker.name
+    if consecutive:
+        kept = self.record_cache.lookup(name, topic, qid, first, n)
+        if kept is not None:
+            return kept
+    records, starts = stored_record_buffer(table, topic, qid, self.broker, self.cluster.config.cluster_name)
+    if consecutive:
+        self.record_cache.keep(name, topic, qid, first, records, starts)
+    return records, starts
 
 
 async def get_max_offset(self: RemotingBroker, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:

@@ -41,7 +41,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from rocketmq_protocol.arrow_values import binary_scalar, bool_values, from_numpy, int64_values, string_array
+from rocketmq_protocol.arrow_values import (
+    binary_scalar,
+    bool_values,
+    from_numpy,
+    int64_values,
+    repeat_scalar,
+    string_array,
+)
 from rocketmq_protocol.hashing import java_string_hash
 from rocketmq_protocol.message_schema import DELAY, FIFO, MESSAGE_SCHEMA, NORMAL, TRANSACTION
 from rocketmq_protocol.remoting import fastjson, signature
@@ -859,7 +866,7 @@ def _strip_ports(hosts: pa.Array) -> pa.Array:
     same = uniform_value(hosts)  # one producer host (the usual pull): one rewrite, repeated
     if same is not None:
         host = same.decode("utf-8", "replace").rpartition(":")[0].strip("[]")
-        return pa.repeat(binary_scalar(host, pa.string()), len(hosts))
+        return repeat_scalar(binary_scalar(host, pa.string()), len(hosts))
     enc = pc.dictionary_encode(hosts)
     plain = [h.rpartition(":")[0].strip("[]") for h in enc.dictionary.to_pylist()]  # nulls: in the indices
     return pc.take(string_array(plain), enc.indices)
@@ -907,7 +914,7 @@ def stored_to_table(
     if given.null_count < n:
         born_host = pc.coalesce(given, born_host)
     group, delivery = col("message_group"), col("delivery_timestamp")
-    sysflag = int64_values(col("sysflag"))
+    sysflag = np.frombuffer(col("sysflag").buffers()[1], np.int32, n, 4 * col("sysflag").offset)  # never null
     mtype = np.full(n, NORMAL, np.int8)
     if delivery.null_count < n:
         mtype[bool_values(delivery.is_valid())] = DELAY

@@ -12,7 +12,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..arrow_values import binary_scalar, fixed_width, from_numpy, int64_values, string_array, value_offsets
+from ..arrow_values import (
+    binary_scalar,
+    fixed_width,
+    from_numpy,
+    int64_values,
+    repeat_scalar,
+    string_array,
+    value_offsets,
+)
 
 __all__ = [
     "PAD",
@@ -235,12 +243,14 @@ def host_strings(ip_rows: np.ndarray, ports: np.ndarray) -> pa.Array:
     if width == 4:  # the usual case: compare 32-bit words before building anything
         ip32 = np.ascontiguousarray(ip_rows).view("<u4").ravel()
         if (ip32 == ip32[0]).all() and (ports == ports[0]).all():
-            return pa.repeat(binary_scalar(_format_host(bytes(ip_rows[0]), int(ports[0])), pa.string()), n)
+            return repeat_scalar(
+                binary_scalar(_format_host(bytes(ip_rows[0]), int(ports[0])), pa.string()), n
+            )
     keyed = np.empty((n, width + 4), dtype=np.uint8)
     keyed[:, :width] = ip_rows
     keyed[:, width:] = ports.astype(">i4").view(np.uint8).reshape(n, 4)
     if (keyed == keyed[0]).all():
-        return pa.repeat(binary_scalar(_format_host(bytes(ip_rows[0]), int(ports[0])), pa.string()), n)
+        return repeat_scalar(binary_scalar(_format_host(bytes(ip_rows[0]), int(ports[0])), pa.string()), n)
     if width == 4:
         key = from_numpy(keyed.view("<u8").ravel())
     else:  # IPv6: 20-byte keys

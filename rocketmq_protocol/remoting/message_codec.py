@@ -31,6 +31,7 @@ from ..arrow_values import (
     fixed_width_rows,
     from_numpy,
     int64_values,
+    repeat_scalar,
 )
 from .columns import (
     PAD,
@@ -514,10 +515,12 @@ def _repeated_or_views(buf: np.ndarray, start: np.ndarray, length: np.ndarray) -
     if n and (length == length[0]).all() and length[0] <= 255:
         k = int(length[0])
         if k == 0:
-            return pa.repeat(binary_scalar("", pa.string()), n)
+            return repeat_scalar(binary_scalar("", pa.string()), n)
         window = rows_at(buf, start, k)
         if (window == window[0]).all():
-            return pa.repeat(binary_scalar(window[0].tobytes().decode("utf-8", "replace"), pa.string()), n)
+            return repeat_scalar(
+                binary_scalar(window[0].tobytes().decode("utf-8", "replace"), pa.string()), n
+            )
     return view_array(pa.string(), [buf], start, length)
 
 
