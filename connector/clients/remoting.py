@@ -894,7 +894,7 @@ def stored_to_table(
     `dedupe` drops rows whose offset is not above every earlier row's (overlapping answers); a tag filter
     keeps the exact tags only.
     """
-    batch = decode_stored(bodies, extra_properties=(_BORN_HOST,))
+    batch = decode_stored(bodies, extra_properties=(_BORN_HOST,), raw_properties=False)
     offsets = batch.column("queue_offset")
     if dedupe and len(offsets) > 1:
         arr = int64_values(offsets)

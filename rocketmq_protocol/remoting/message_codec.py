@@ -57,6 +57,7 @@ from .properties import (
     UNIQ_KEY,
     WELL_KNOWN,
     parse_properties_column,
+    parse_property_rows,
 )
 
 __all__ = [
@@ -295,6 +296,7 @@ def decode_stored(
     decompress: bool = True,
     derive: bool = True,
     extra_properties: Sequence[str] = (),
+    raw_properties: bool = True,
 ) -> pa.RecordBatch:
     """Pull-response bodies (each a run of stored messages) → one RecordBatch of `STORED_SCHEMA`.
 
@@ -303,6 +305,8 @@ def decode_stored(
     or empty, message_id is the offset id), for callers that only need the raw fields.
     `extra_properties`: property names whose values (null where absent) follow the schema's columns as
     string columns of those names, read in the same pass over the properties (hidden names included).
+    `raw_properties=False`: the raw_properties column may come back null (callers that only read the
+    parsed columns), which spares a copy of every property string when they have one layout.
 
     Derived columns: message_id = UNIQ_KEY, else the offset message id (store host + commit-log offset);
     tags = TAGS; keys = KEYS split on spaces (empty tokens dropped); message_group = __SHARDINGKEY;
@@ -318,12 +322,23 @@ def decode_stored(
     buf, spans = _concat(bodies)
     starts = record_starts(buf, spans, _MIN_STORED)
     return _decode_records(
-        buf, starts, decompress=decompress, derive=derive, extra_names=tuple(extra_properties)
+        buf,
+        starts,
+        decompress=decompress,
+        derive=derive,
+        extra_names=tuple(extra_properties),
+        raw_properties=raw_properties,
     )
 
 
 def _decode_records(
-    buf: np.ndarray, starts: np.ndarray, *, decompress: bool, derive: bool, extra_names: tuple[str, ...] = ()
+    buf: np.ndarray,
+    starts: np.ndarray,
+    *,
+    decompress: bool,
+    derive: bool,
+    extra_names: tuple[str, ...] = (),
+    raw_properties: bool = True,
 ) -> pa.RecordBatch:
     n = len(starts)
     schema = STORED_SCHEMA
@@ -426,7 +441,16 @@ def _decode_records(
     body = view_array(pa.binary(), buffers, body_start_col, body_len_col, body_buffer_index)
 
     topic = _repeated_or_views(buf, topic_start, topic_len)
-    raw_props = view_array(pa.string(), [buf], props_start, props_len)
+    parsed = None
+    wanted = (*WELL_KNOWN, *(name for name in extra_names if name not in WELL_KNOWN))
+    if (derive or extra_names) and not raw_properties and (props_len == props_len[0]).all():
+        # one property layout: parsed in place (a strided view when the records have one size), no copy
+        parsed = parse_property_rows(rows_view(buf, props_start, int(props_len[0])), wanted)
+    raw_props = (
+        view_array(pa.string(), [buf], props_start, props_len)
+        if raw_properties or parsed is None
+        else pa.nulls(n, pa.string())
+    )
     born_v6 = (sysflag & MessageSysFlag.BORNHOST_V6) != 0
     store_v6 = (sysflag & MessageSysFlag.STOREHOST_V6) != 0
     born_host = _hosts(born_ip, cols["born_port"], born_v6)
@@ -456,8 +480,8 @@ def _decode_records(
         "raw_properties": raw_props,
     }
     if derive or extra_names:
-        wanted = (*WELL_KNOWN, *(name for name in extra_names if name not in WELL_KNOWN))
-        parsed = parse_properties_column(raw_props, names=wanted)
+        if parsed is None:
+            parsed = parse_properties_column(raw_props, names=wanted)
         v = parsed.values
         for name in extra_names:
             arrays[name] = v[name]

@@ -54,6 +54,7 @@ __all__ = [
     "encode_properties",
     "join_pieces",
     "parse_properties_column",
+    "parse_property_rows",
     "property_pieces",
 ]
 
@@ -256,7 +257,17 @@ def _parse_uniform(arr: pa.Array, names: Sequence[str], hidden: frozenset[str]) 
     if not width:
         return None
     data = np.frombuffer(arr.buffers()[2], dtype=np.uint8)[offsets[0] : offsets[-1]]
-    rows = data.reshape(n, width)
+    return parse_property_rows(data.reshape(n, width), names, hidden)
+
+
+def parse_property_rows(
+    rows: np.ndarray, names: Sequence[str] = WELL_KNOWN, hidden: frozenset[str] = HIDDEN_FROM_READER
+) -> PropertyColumns | None:
+    """`parse_properties_column` of property strings given as the rows of a (n, width) uint8 array (may be
+    a strided view into the records that hold them), when they differ only inside values; else None."""
+    n, width = rows.shape
+    if n < 2 or not width or not UNIFORM_FAST_PATH:
+        return None
     high, low = rows.max(axis=0), rows.min(axis=0)  # per byte column: varies where they differ
     varies = high != low
     items = _uniform_items(rows[0].tobytes())

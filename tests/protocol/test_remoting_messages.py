@@ -138,6 +138,32 @@ def test_extra_properties_come_back_as_columns(uniform):
     assert decode_stored(b"", extra_properties=("X",)).schema.names[-1] == "X"
 
 
+PROPERTY_LAYOUTS = {
+    "one layout, one record size": (["UNIQ_KEY\x01{i:08d}\x02TAGS\x01t\x02u\x01v\x02"] * 4, [b"abcd"] * 4),
+    "one layout, bodies of two sizes": (["UNIQ_KEY\x01{i:08d}\x02KEYS\x01k{i}\x02"] * 4, [b"a", b"bb"] * 2),
+    "a separator in a varying value": (["v\x01{i}\x02"] * 4, [b"x"] * 4),  # 1, 2: \x01, \x02 bytes
+    "layouts differ": (["a\x01{i}\x02", "b\x01{i}\x02", "UNIQ_KEY\x01u{i}\x02", ""], [b"x"] * 4),
+    "no properties": ([""] * 4, [b"x"] * 4),
+}
+
+
+@pytest.mark.parametrize("layout", sorted(PROPERTY_LAYOUTS))
+def test_raw_properties_false_gives_the_same_parsed_columns(layout):
+    """`raw_properties=False` parses in place where it can; every other column is what the default gives."""
+    templates, bodies = PROPERTY_LAYOUTS[layout]
+    props = [t.format(i=chr(i) if "separator" in layout else i) for i, t in enumerate(templates)]
+    data = encode_stored(topic="T", queue_id=0, queue_offset=np.arange(4), commitlog_offset=np.arange(4) * 100,
+                         body=pa.array(bodies), properties=pa.array(props))  # fmt: skip
+    full = decode_stored(data, extra_properties=("u",))
+    lean = decode_stored(data, extra_properties=("u",), raw_properties=False)
+    assert lean.schema == full.schema
+    for name in full.schema.names:
+        if name != "raw_properties":
+            assert lean.column(name).equals(full.column(name)), name
+    in_place = layout.startswith("one layout")  # else the strings are copied out and parsed as before
+    assert lean.column("raw_properties").null_count == (4 if in_place else 0)
+
+
 def _stored_one() -> bytes:
     return encode_stored(topic="T", queue_id=0, queue_offset=np.array([0]), commitlog_offset=np.array([0]),
                          body=pa.array([b"hello"]), properties="TAGS\x01a\x02")  # fmt: skip
