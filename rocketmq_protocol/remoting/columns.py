@@ -108,8 +108,8 @@ def even_step(positions: np.ndarray) -> int | None:
 
 
 def rows_view(buf: np.ndarray, positions: np.ndarray, width: int) -> np.ndarray:
-    """The `width` bytes at each position as a (k, width) uint8 array, read-only: a strided view of `buf`
-    when the positions step evenly (no copy), else a gathered copy (`rows_at`)."""
+    """The `width` bytes at each position as a (k, width) uint8 array: a read-only strided view of `buf`
+    when the positions step evenly (no copy), else a copy gathered with one memcpy per row."""
     step = even_step(positions)
     if step is not None:
         first, last = int(positions[0]), int(positions[-1])
