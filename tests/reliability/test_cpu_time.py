@@ -6,7 +6,9 @@ from __future__ import annotations
 import select
 import subprocess
 import sys
+import time
 
+import psutil
 import pytest
 
 from benchmarks.cpu_time import measured
@@ -47,3 +49,40 @@ def test_cpu_is_counted_for_the_process_that_spent_it(as_emulator: bool) -> None
     assert use.seconds[other] < 0.2, use.seconds
     assert use.per_item_us(1000)[burnt] == pytest.approx(use.seconds[burnt] * 1000)
     assert use.wall >= 0.3
+
+
+# Starts a child that burns 0.4 s of CPU and exits; reaps it only when told to.
+PARENT = """
+import subprocess, sys
+child = subprocess.Popen([sys.executable, "-c", "import time\\nend = time.process_time() + 0.4\\n"
+                          "while time.process_time() < end: pass"])
+print(child.pid, flush=True)
+sys.stdin.readline()
+child.wait()
+print("reaped", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_a_process_reaped_inside_the_block_counts_only_what_it_spent_there() -> None:
+    """A stream query's runner that ended before the block but is reaped inside it (its parent's children
+    times then take in its whole life's CPU) adds nothing to the block's CPU."""
+    parent = subprocess.Popen(
+        [sys.executable, "-c", PARENT], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert parent.stdin is not None and parent.stdout is not None
+    try:
+        child = int(parent.stdout.readline())
+        deadline = time.monotonic() + 30
+        while psutil.Process(child).status() != psutil.STATUS_ZOMBIE:  # it burnt its CPU and exited
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        with measured(None) as use:
+            parent.stdin.write("reap\n")
+            parent.stdin.flush()
+            ready, _, _ = select.select([parent.stdout], [], [], 30)
+            assert ready and parent.stdout.readline().strip() == "reaped"
+    finally:
+        parent.kill()
+        parent.wait(30)
+    assert use.seconds["python"] < 0.2, use.seconds
