@@ -185,7 +185,7 @@ async def _serve(args: argparse.Namespace) -> int:
             key,
             namesrv_port=args.namesrv_port,
             remoting_port=args.remoting_port,
-            record_cache_bytes=max(args.remoting_cache_mb, 0) << 20,
+            record_cache_bytes=args.remoting_cache_mb << 20,  # RecordCache reads < 0 as 0
         )
     except AclError as e:
         print(f"error: --acl: {e}", file=sys.stderr)
