@@ -12,7 +12,6 @@ back and decodes each payload to Arrow. Prints messages acknowledged per second 
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import os
 import queue
@@ -28,6 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 
+from benchmarks import die_with_parent
 from connector.clients import PullStatus, get_client
 from connector.config import ClientConfig
 from connector.options import DEFAULT_PULL_BATCH_SIZE
@@ -43,15 +43,7 @@ from rocketmq_protocol.message_schema import ipc_to_table, table_to_ipc
 TOPIC = "bench"
 NAME_SERVER: str | None = None  # the last started emulator's name server (remoting), when it has one
 WARMUP_TOPIC = "bench-warmup"
-PR_SET_PDEATHSIG = 1  # <sys/prctl.h>
 MD = [("x-mq-client-id", "bench@1"), ("x-mq-queue-id-explicit", "true")]
-
-
-def _die_with_parent() -> None:
-    """Runs in the emulator's child before exec: on Linux it gets SIGKILL when the benchmark that started
-    it dies, so a benchmark killed by a timeout leaves no emulator behind."""
-    if sys.platform.startswith("linux"):
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 def start_emulator(
@@ -61,6 +53,9 @@ def start_emulator(
     `topics` (NAME[:QUEUES]) on `brokers` brokers; returns the process and its `;`-separated endpoints.
     The name server it prints (its remoting front end), if any, is left in `NAME_SERVER`."""
     cmd = [
+        sys.executable,
+        die_with_parent.__file__,
+        str(os.getpid()),
         sys.executable,
         "-m",
         "broker_emulator",
@@ -85,7 +80,7 @@ def start_emulator(
     for t in topics:
         cmd += ["--topic", t]
     cmd += ["--data-dir", data_dir] if data_dir else ["--in-memory"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, preexec_fn=_die_with_parent)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     lines: queue.Queue[str] = queue.Queue()
 
     def pump() -> None:  # the emulator keeps printing; read its stdout in the background
