@@ -1,5 +1,6 @@
 """The remoting transport (apache/rocketmq `NettyRemotingServer` + `NettyRemotingAbstract`): an asyncio TCP
-server; per connection a `FrameSplitter`; every request handled in its own task and answered with its
+server; per connection a `FrameSplitter` the socket is read straight into (a `BufferedProtocol`: a
+multi-MiB send is received once, into a buffer of its own); every request handled in its own task and answered with its
 opaque when done, so long-polled pulls answer out of order; oneway requests get no answer; the server may
 send requests of its own to a client over the client's connection (CHECK_TRANSACTION_STATE,
 NOTIFY_CONSUMER_IDS_CHANGED). A frame that cannot be decoded closes its connection, as Netty's decoder does;
@@ -30,7 +31,6 @@ from .codes import code_of
 log = logging.getLogger(__name__)
 
 IDLE_TIMEOUT_S = 120.0  # serverChannelMaxIdleTimeSeconds
-READ_CHUNK = 256 * 1024
 
 
 class Refused(Exception):
@@ -45,7 +45,7 @@ class Refused(Exception):
 class Connection:
     """One client connection: writes whole frames, remembers the client ids that spoke over it."""
 
-    def __init__(self, server: RemotingServer, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, server: RemotingServer, writer: asyncio.WriteTransport) -> None:
         self.server = server
         self.writer = writer
         peer = writer.get_extra_info("peername") or ("0.0.0.0", 0)
@@ -105,7 +105,8 @@ class RemotingServer:
         self.port = 0
 
     async def start(self, host: str, port: int) -> int:
-        self._server = await asyncio.start_server(self._serve, host, port, limit=READ_CHUNK)
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(lambda: _FrameProtocol(self), host, port)
         self.port = self._server.sockets[0].getsockname()[1]
         return self.port
 
@@ -123,40 +124,21 @@ class RemotingServer:
                 pass
             self._server = None
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        conn = Connection(self, writer)
-        self.connections.add(conn)
-        splitter = FrameSplitter(self.max_frame_length)
-        try:
-            while not conn.closed:
-                try:
-                    data = await asyncio.wait_for(reader.read(READ_CHUNK), IDLE_TIMEOUT_S)
-                except TimeoutError:
-                    log.info("%s: closing %s, idle for %.0f s", self.name, conn.peer, IDLE_TIMEOUT_S)
-                    break
-                if not data:
-                    break
-                try:
-                    commands = splitter.feed(data)
-                except FrameError as e:
-                    log.warning("%s: closing %s: undecodable frame (%s)", self.name, conn.peer, e)
-                    break
-                for cmd in commands:
-                    if cmd.is_response:
-                        continue  # answers to our oneway requests do not exist; others are dropped as Java does
-                    task = asyncio.ensure_future(self._handle(conn, cmd))
-                    conn.tasks.add(task)
-                    task.add_done_callback(conn.tasks.discard)
-        except (ConnectionError, asyncio.CancelledError):
-            pass
-        finally:
-            conn.close()
-            self.connections.discard(conn)
-            if self.on_close is not None:
-                try:
-                    self.on_close(conn)
-                except Exception:
-                    log.exception("%s: on_close failed", self.name)
+    def _dispatch(self, conn: Connection, cmd: RemotingCommand) -> None:
+        if cmd.is_response:
+            return  # answers to our oneway requests do not exist; others are dropped as Java does
+        task = asyncio.ensure_future(self._handle(conn, cmd))
+        conn.tasks.add(task)
+        task.add_done_callback(conn.tasks.discard)
+
+    def _closed(self, conn: Connection) -> None:
+        conn.close()
+        self.connections.discard(conn)
+        if self.on_close is not None:
+            try:
+                self.on_close(conn)
+            except Exception:
+                log.exception("%s: on_close failed", self.name)
 
     async def _handle(self, conn: Connection, cmd: RemotingCommand) -> None:
         try:
@@ -192,3 +174,57 @@ class RemotingServer:
         except Exception as e:
             log.exception("%s: request code %d failed", self.name, cmd.code)
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(e).__name__}: {e}")
+
+
+class _FrameProtocol(asyncio.BufferedProtocol):
+    """One connection: the socket is read into its `FrameSplitter`'s buffers; whole requests are dispatched;
+    an undecodable frame or `IDLE_TIMEOUT_S` without a byte received closes it."""
+
+    def __init__(self, server: RemotingServer) -> None:
+        self.server = server
+        self.splitter = FrameSplitter(server.max_frame_length)
+        self.conn: Connection | None = None
+        self._loop = asyncio.get_running_loop()
+        self._last = self._loop.time()
+        self._idle: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.conn = Connection(self.server, transport)  # type: ignore[arg-type]
+        self.server.connections.add(self.conn)
+        self._idle = self._loop.call_later(IDLE_TIMEOUT_S, self._check_idle)
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self.splitter.buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        conn = self.conn
+        assert conn is not None
+        self._last = self._loop.time()
+        try:
+            commands = self.splitter.received(nbytes)
+        except FrameError as e:
+            log.warning("%s: closing %s: undecodable frame (%s)", self.server.name, conn.peer, e)
+            conn.close()
+            return
+        for cmd in commands:
+            self.server._dispatch(conn, cmd)
+
+    def eof_received(self) -> bool:
+        return False  # close our side too
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._idle is not None:
+            self._idle.cancel()
+        if self.conn is not None:
+            self.server._closed(self.conn)
+
+    def _check_idle(self) -> None:
+        conn = self.conn
+        if conn is None or conn.closed:
+            return
+        idle = self._loop.time() - self._last
+        if idle >= IDLE_TIMEOUT_S:
+            log.info("%s: closing %s, idle for %.0f s", self.server.name, conn.peer, IDLE_TIMEOUT_S)
+            conn.close()
+            return
+        self._idle = self._loop.call_later(IDLE_TIMEOUT_S - idle, self._check_idle)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import struct
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -360,49 +360,102 @@ def _check_length(length: int, max_frame_length: int) -> None:
 
 
 class FrameSplitter:
-    """Incremental splitter for a byte stream: `feed` bytes as they arrive, get back whole commands.
+    """Incremental splitter for a byte stream, whole commands out.
+
+    Either `feed` bytes as they arrive, or receive straight into the splitter's memory (an asyncio
+    `BufferedProtocol`): `buffer()` is where the next bytes go, `received(n)` says `n` landed there. Small
+    frames share one scratch buffer; a frame longer than `DIRECT_FRAME_BYTES` gets a buffer of its own
+    length once its length is known, so its bytes are received once, where they are decoded (a stream
+    reader copies a multi-MiB send into its buffer, out of it, and again into a splitter).
 
     A bad length or header raises (FrameError and subclasses) and leaves the splitter failed: the stream
     cannot be resynchronised, so the caller closes the connection, as RocketMQ's servers do.
     """
 
-    __slots__ = ("_buf", "_failed", "max_frame_length")
+    __slots__ = ("_end", "_failed", "_frame", "_frame_pos", "_scratch", "_start", "max_frame_length")
+
+    SCRATCH_BYTES = 256 * 1024
+    DIRECT_FRAME_BYTES = 64 * 1024
 
     def __init__(self, max_frame_length: int = MAX_FRAME_LENGTH) -> None:
         self.max_frame_length = max_frame_length
-        self._buf = bytearray()
+        self._scratch = bytearray(self.SCRATCH_BYTES)
+        self._start = self._end = 0  # unconsumed bytes of the scratch buffer
+        self._frame: bytearray | None = None  # a long frame's payload, filled up to `_frame_pos`
+        self._frame_pos = 0
         self._failed: FrameError | None = None
 
     @property
     def buffered(self) -> int:
         """Bytes received but not yet part of a whole frame."""
-        return len(self._buf)
+        if self._frame is not None:
+            return 4 + self._frame_pos
+        return self._end - self._start
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[RemotingCommand]:
         """Appends `data`; returns the commands of every frame completed by it (possibly none)."""
-        return list(self._frames(data))
-
-    def _frames(self, data: bytes | bytearray | memoryview) -> Iterator[RemotingCommand]:
         if self._failed is not None:
             raise self._failed
-        buf = self._buf
-        buf += data
-        pos = 0
-        size = len(buf)
+        out: list[RemotingCommand] = []
+        data = memoryview(data).cast("B")
+        while data:
+            room = self.buffer()
+            k = min(len(room), len(data))
+            room[:k] = data[:k]
+            out += self.received(k)
+            data = data[k:]
+        return out
+
+    def buffer(self) -> memoryview:
+        """Where the next received bytes go (never empty)."""
+        if self._failed is not None:
+            raise self._failed
+        if self._frame is not None:
+            return memoryview(self._frame)[self._frame_pos :]
+        if self._end == len(self._scratch):  # a partial frame at the end: move it to the front
+            pending = self._end - self._start
+            self._scratch[:pending] = self._scratch[self._start : self._end]
+            self._start, self._end = 0, pending
+        return memoryview(self._scratch)[self._end :]
+
+    def received(self, n: int) -> list[RemotingCommand]:
+        """`n` bytes were written at the start of the last `buffer()`; the commands they complete."""
         try:
-            while size - pos >= 4:
-                (length,) = _I32.unpack_from(buf, pos)
-                _check_length(length, self.max_frame_length)
-                if size - pos - 4 < length:
-                    break
-                payload = bytes(buf[pos + 4 : pos + 4 + length])
-                pos += 4 + length
-                yield decode_payload(payload)
+            return self._received(n)
         except FrameError as e:
             self._failed = e
             raise
+
+    def _received(self, n: int) -> list[RemotingCommand]:
+        if self._frame is not None:
+            self._frame_pos += n
+            if self._frame_pos < len(self._frame):
+                return []
+            payload, self._frame = self._frame, None
+            return [decode_payload(payload)]
+        self._end += n
+        out: list[RemotingCommand] = []
+        buf, pos, end = self._scratch, self._start, self._end
+        view = memoryview(buf)
+        try:
+            while end - pos >= 4:
+                (length,) = _I32.unpack_from(buf, pos)
+                _check_length(length, self.max_frame_length)
+                if end - pos - 4 >= length:
+                    out.append(decode_payload(view[pos + 4 : pos + 4 + length]))
+                    pos += 4 + length
+                elif length > self.DIRECT_FRAME_BYTES:  # received from here on into its own buffer
+                    have = end - pos - 4
+                    self._frame = frame = bytearray(length)
+                    frame[:have] = view[pos + 4 : end]
+                    self._frame_pos = have
+                    pos = end
+                else:
+                    break
         finally:
-            del buf[:pos]
+            view.release()
+            self._start, self._end = (0, 0) if pos == end else (pos, end)
+        return out
 
 
 async def read_frame(

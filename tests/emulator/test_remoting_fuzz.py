@@ -137,3 +137,50 @@ def test_pull_for_a_queue_that_does_not_exist(emu):
         assert c.pull("fuzz", 7, 0).code == R.INVALID_PARAMETER
         assert c.pull("fuzz", -1, 0).code == R.INVALID_PARAMETER
         assert c.pull(unique_name("none"), 0, 0).code == R.TOPIC_NOT_EXIST
+
+
+def test_a_long_frame_in_small_pieces_between_short_ones(emu):
+    """A send longer than the receive scratch (read into a buffer of its own), arriving in pieces and
+    between short requests on one connection, is answered like the short ones."""
+    import time
+
+    body = b"L" * (3 * FrameSplitter.SCRATCH_BYTES)
+    ext = {
+        "a": "fuzz-producer", "b": "fuzz", "c": "TBW102", "d": "4", "e": "1", "f": "0",
+        "g": str(int(time.time() * 1000)), "h": "0", "i": "", "j": "0", "k": "false",
+    }  # fmt: skip
+    route = RemotingCommand(code=105, ext_fields={"topic": "fuzz"})
+    stream = b"".join(
+        encode_frame(c)
+        for c in (
+            RemotingCommand(code=105, opaque=1, ext_fields={"topic": "fuzz"}),
+            RemotingCommand(code=310, opaque=2, ext_fields=ext, body=body),  # SEND_MESSAGE_V2
+            RemotingCommand(code=105, opaque=3, ext_fields=route.ext_fields),
+        )
+    )
+    _, broker = _addrs(emu)
+    with socket.create_connection(host_port(broker), timeout=10) as s:
+        for i in range(0, len(stream), 50_000):
+            s.sendall(stream[i : i + 50_000])
+        splitter = FrameSplitter()
+        got: dict[int, RemotingCommand] = {}
+        while len(got) < 3:
+            got.update((c.opaque, c) for c in splitter.feed(s.recv(65536)))
+    assert got[2].code == R.SUCCESS, got[2].remark
+    assert got[2].ext_fields["queueId"] == "1"
+    with RemotingClient(broker) as c:
+        pulled = c.pull("fuzz", 1, int(got[2].ext_fields["queueOffset"]))
+        assert pulled.code == R.SUCCESS and body in pulled.body
+
+
+def test_an_idle_connection_is_closed(emu, monkeypatch):
+    import broker_emulator.remoting.server as server
+
+    monkeypatch.setattr(server, "IDLE_TIMEOUT_S", 0.3)
+    _, broker = _addrs(emu)
+    with socket.create_connection(host_port(broker), timeout=5) as s:
+        s.sendall(encode_frame(RemotingCommand(code=31999, opaque=1))[:3])  # a partial frame, then silence
+        data = b""
+        while chunk := s.recv(65536):  # the server closes it (a timeout here fails the test)
+            data += chunk
+        assert data == b""

@@ -106,6 +106,44 @@ def test_splitter_waits_for_a_truncated_frame_then_completes():
     assert len(splitter.feed(frame[-1:])) == 1
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    sizes=st.lists(st.sampled_from([0, 10, 5_000, 64 * 1024, 200_000, 300_000]), min_size=1, max_size=6),
+    chunks=st.lists(st.integers(1, 400_000), min_size=1, max_size=12),
+)
+def test_splitter_receives_into_its_buffers_in_any_chunking(sizes, chunks):
+    """What a BufferedProtocol does: each read lands in `buffer()` (at most its length), then `received`.
+    Frames longer than DIRECT_FRAME_BYTES are read into a buffer of their own once their length is known."""
+    cmds = [RemotingCommand(310, opaque=i, body=bytes([i % 251]) * n) for i, n in enumerate(sizes)]
+    stream = memoryview(b"".join(encode_frame(c) for c in cmds))
+    splitter = FrameSplitter()
+    got = []
+    pos = i = 0
+    while pos < len(stream):
+        room = splitter.buffer()
+        assert len(room) > 0
+        k = min(len(room), chunks[i % len(chunks)], len(stream) - pos)
+        i += 1
+        room[:k] = stream[pos : pos + k]
+        got += splitter.received(k)
+        pos += k
+    assert [(c.opaque, c.body) for c in got] == [(c.opaque, c.body) for c in cmds]
+    assert splitter.buffered == 0
+
+
+def test_a_long_frame_is_received_into_a_buffer_of_its_own():
+    frame = encode_frame(RemotingCommand(310, body=b"b" * 1_000_000))
+    splitter = FrameSplitter()
+    room = splitter.buffer()
+    room[:100] = frame[:100]
+    assert splitter.received(100) == []
+    rest = splitter.buffer()
+    assert len(rest) == len(frame) - 100  # exactly the frame's remaining bytes: one read, no copy after it
+    rest[:] = frame[100:]
+    (cmd,) = splitter.received(len(rest))
+    assert cmd.body == b"b" * 1_000_000 and splitter.buffered == 0
+
+
 @pytest.mark.parametrize(
     ("data", "error", "match"),
     [
