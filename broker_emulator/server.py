@@ -8,12 +8,15 @@ import logging
 
 import grpc
 
+from rocketmq_protocol.extension.pull_channel import SEND_MESSAGE_CODE
+
 from .core.cluster import Cluster, ClusterConfig
 from .core.long_polling import LongPollingService
 from .extension.service import ExtensionService
 from .grpc_v2.messages import warm_up
 from .grpc_v2.messaging import MessagingService
 from .grpc_v2.transactions import ask_producer
+from .remoting import channel_send
 from .remoting.broker import RemotingBroker
 from .remoting.namesrv import NameServer
 from .remoting.record_cache import DEFAULT_BUDGET_BYTES, RecordCache
@@ -114,7 +117,10 @@ class EmulatorServer:
         self.services.append(messaging)
         log.info("%s listening on %s", b.name, b.endpoint)
         front = RemotingBroker(self.cluster, b, polling, self.record_cache)
-        remoting = RemotingServer(b.name, front.handlers(), gate=front.gate, on_close=front.on_close)
+        handlers = front.handlers()
+        if self.tls is None:  # the pull channel's SendMessage, as ExtensionService names the channel
+            handlers[SEND_MESSAGE_CODE] = channel_send.send_handler(self.cluster, messaging)
+        remoting = RemotingServer(b.name, handlers, gate=front.gate, on_close=front.on_close)
         want = 0 if self.remoting_port == 0 else self.remoting_port + b.index
         b.remoting_port = await remoting.start(self.config.host, want)
         if b.transactions is not None:

@@ -297,12 +297,19 @@ class MessagingService(ConsumptionRpcs, service_pb2_grpc.MessagingServiceService
     async def send_message_bytes(self, request, context) -> bytes:
         """SendMessage answering with the serialized SendMessageResponse (see `add_to_server`); `request` is a
         SendMessageRequest or a `ReceivedSend` (the request and the bytes it was parsed from)."""
+        refused = await refusal(
+            self, "SendMessage", request.request if isinstance(request, ReceivedSend) else request, context
+        )
+        if refused is not None:
+            return s.SendMessageResponse(status=refused).SerializeToString()
+        return await self.send_answer_bytes(request, context)
+
+    async def send_answer_bytes(self, request, context) -> bytes:
+        """SendMessage's serialized answer to a request the generic checks (`refusal`) let through: the pull
+        channel's SendMessage (`broker_emulator/grpc_v2/channel_send.py`) makes its own."""
         raw = cols = None
         if isinstance(request, ReceivedSend):
             raw, cols, request = request.raw, request.columns, request.request
-        refused = await refusal(self, "SendMessage", request, context)
-        if refused is not None:
-            return s.SendMessageResponse(status=refused).SerializeToString()
         try:
             result = await self._send(request, context, raw, cols)
         except BrokerError as e:

@@ -57,6 +57,7 @@ from .base import (
     PullResult,
     PullStatus,
     RocketMQClient,
+    SendFuture,
     SendOutcome,
     SendStatus,
 )
@@ -584,14 +585,31 @@ class GrpcClient(RocketMQClient):
     def send_encoder(self, producer_group: str | None = None) -> GrpcSendEncoder:
         return GrpcSendEncoder(self.config.namespace)  # v2 SendMessage carries no producer group
 
-    def send_async(self, endpoint: str, payload: object, count: int, timeout_s: float) -> _SendCall:
+    def send_async(self, endpoint: str, payload: object, count: int, timeout_s: float) -> SendFuture:
         """SendMessage of a request `GrpcSendEncoder` encoded, with the explicit-queue header (each message
         names its queue)."""
         metadata = self.metadata()
         metadata.append((EXPLICIT_QUEUE_HEADER, "true"))
-        return _SendCall(
-            self._channel(endpoint).send.future(payload, timeout=timeout_s, metadata=metadata), count
-        )
+        stubs = self._channel(endpoint)
+        try:
+            address = self._pull_channels.address(
+                endpoint, lambda: self._ask_pull_channel(stubs, timeout_s, metadata)
+            )
+        except grpc.RpcError:
+            address = None  # asked again at the next send; this one meets the endpoint's error over gRPC
+        if address is not None:
+            call = self._pull_channels.send(
+                endpoint,
+                address,
+                payload,  # type: ignore[arg-type]  # GrpcSendEncoder's requests are bytes
+                dict(metadata),
+                count,
+                timeout_s,
+                send_outcome,
+            )
+            if call is not None:
+                return call
+        return _SendCall(stubs.send.future(payload, timeout=timeout_s, metadata=metadata), count)
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:

@@ -1,18 +1,23 @@
-"""BulkPull over the emulator's pull channel (`rocketmq_protocol.extension.pull_channel`): the same request and
-reply as gRPC's BulkPull, carried in remoting frames over plain TCP, which costs the reader a fraction of
-gRPC's CPU per byte. An endpoint's channel address is asked once (PullChannel); an endpoint without one, or
-whose channel cannot be reached or refuses, is pulled over gRPC from then on."""
+"""BulkPull and SendMessage over the emulator's pull channel (`rocketmq_protocol.extension.pull_channel`): the
+same requests and replies as over gRPC, carried in remoting frames over plain TCP, which costs both ends a
+fraction of gRPC's CPU per byte. An endpoint's channel address is asked once (PullChannel); an endpoint
+without one, or whose channel cannot be reached or refuses, is pulled from and sent to over gRPC from then
+on."""
 
 from __future__ import annotations
 
 import logging
 import threading
 from collections.abc import Callable
+from concurrent.futures import CancelledError, Future
 
 from rocketmq_protocol.extension.bulk_pull_wire import BulkPullReply, decode_response
-from rocketmq_protocol.extension.pull_channel import BULK_PULL_CODE
+from rocketmq_protocol.extension.pull_channel import BULK_PULL_CODE, SEND_MESSAGE_CODE
+from rocketmq_protocol.grpc_v2 import service_pb2 as s
+from rocketmq_protocol.grpc_v2.send_status import decode_send_response
 
-from .remoting_connection import ConnectionLost, ConnectionPool
+from .base import SendOutcome, SendStatus
+from .remoting_connection import ConnectionLost, ConnectionPool, fail_after
 from .retrying import Transient
 
 log = logging.getLogger(__name__)
@@ -82,6 +87,34 @@ class PullChannels:
             return None
         return decode_response(cmd.body)
 
+    def send(
+        self,
+        endpoint: str,
+        address: str,
+        request: bytes,
+        metadata: dict[str, str],
+        count: int,
+        timeout_s: float,
+        outcome: Callable[[s.SendMessageResponse, int], SendOutcome],
+    ) -> ChannelSend | None:
+        """A serialized SendMessageRequest of `count` messages sent over the channel with the call's
+        `metadata`, in flight; None when the channel is unreachable (then for good): send over gRPC.
+        `outcome` reads the SendMessageResponse as gRPC's answer is read."""
+        pool = self._connections()
+        try:
+            conn = pool.get(address, min(timeout_s, 3.0))
+        except OSError as e:
+            log.info("%s: its pull channel %s is unreachable (%s); sending over gRPC", endpoint, address, e)
+            self._addresses[endpoint] = None
+            return None
+        try:
+            fut = conn.request(SEND_MESSAGE_CODE, metadata, request)
+        except ConnectionLost:
+            pool.drop(address, conn)
+            return None
+        fail_after(conn, fut, timeout_s)
+        return ChannelSend(self, endpoint, fut, count, outcome)
+
     def _connections(self) -> ConnectionPool:
         pool = self._pool
         if pool is None:
@@ -96,3 +129,43 @@ class PullChannels:
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.close()
+
+
+class ChannelSend:
+    """A SendMessage in flight over a pull channel (`connector.clients.base.SendFuture`). A lost connection or
+    no answer in time is retryable, as over gRPC; a refusal (an ACL turned on, an emulator without the
+    channel's SendMessage) is retried over gRPC, where the endpoint's sends go from then on."""
+
+    __slots__ = ("_channels", "_count", "_endpoint", "_fut", "_outcome")
+
+    def __init__(
+        self,
+        channels: PullChannels,
+        endpoint: str,
+        fut: Future,
+        count: int,
+        outcome: Callable[[s.SendMessageResponse, int], SendOutcome],
+    ) -> None:
+        self._channels, self._endpoint, self._fut = channels, endpoint, fut
+        self._count, self._outcome = count, outcome
+
+    def add_done_callback(self, fn: Callable[[], None]) -> None:
+        self._fut.add_done_callback(lambda _f: fn())
+
+    def cancel(self) -> bool:
+        return self._fut.cancel()
+
+    def outcome(self) -> SendOutcome | None:
+        try:
+            cmd = self._fut.result()
+        except CancelledError:
+            return None
+        except (ConnectionLost, OSError) as e:
+            label = "DEADLINE_EXCEEDED" if isinstance(e, TimeoutError) else "UNAVAILABLE"  # gRPC's names
+            return SendOutcome(SendStatus.RETRYABLE, f"pull channel {label}: {e}", label)
+        if cmd.code != _SUCCESS:
+            self._channels.no_channel(self._endpoint)
+            reason = f"the pull channel refused the send (code {cmd.code}: {cmd.remark}); retried over gRPC"
+            log.info("%s: %s", self._endpoint, reason)
+            return SendOutcome(SendStatus.RETRYABLE, reason, "CHANNEL_REFUSED")
+        return self._outcome(decode_send_response(cmd.body or b""), self._count)  # type: ignore[arg-type]

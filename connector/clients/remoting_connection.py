@@ -17,6 +17,7 @@ the servers after 120 s; the pool reconnects lazily.
 from __future__ import annotations
 
 import contextlib
+import heapq
 import io
 import itertools
 import json
@@ -425,6 +426,63 @@ class RemotingConnection:
                 self._sendall(_PREFIX.pack(4 + len(header), len(header)) + header)
         except OSError as e:
             self._fail(e)
+
+
+class _Deadlines:
+    """One daemon thread failing futures whose deadline passed (instead of a timer thread per request)."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, Future, Callable[[], None]]] = []
+        self._cond = threading.Condition()
+        self._seq = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def add(self, deadline: float, fut: Future, on_expire: Callable[[], None]) -> None:
+        with self._cond:
+            heapq.heappush(self._heap, (deadline, next(self._seq), fut, on_expire))
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="rocketmq-send-deadlines", daemon=True)
+                self._thread.start()
+            elif self._heap[0][2] is fut:
+                self._cond.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while self._heap and self._heap[0][2].done():
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._cond.wait(5.0)
+                    if not self._heap:
+                        self._thread = None
+                        return
+                    continue
+                wait = self._heap[0][0] - time.monotonic()
+                if wait > 0:
+                    self._cond.wait(wait)
+                    continue
+                _, _, fut, on_expire = heapq.heappop(self._heap)
+            if not fut.done():
+                on_expire()
+
+
+_deadlines = _Deadlines()
+
+
+def fail_after(conn: RemotingConnection, fut: Future, timeout_s: float) -> None:
+    """Fails `fut` (a request on `conn`) with TimeoutError when it has no response within `timeout_s`."""
+
+    def expire() -> None:
+        conn.forget(fut)
+        if not fut.done():
+            try:
+                fut.set_exception(
+                    TimeoutError(f"no response from {conn.address} within {timeout_s * 1000:.0f} ms")
+                )
+            except Exception:  # completed meanwhile
+                pass
+
+    _deadlines.add(time.monotonic() + timeout_s, fut, expire)
 
 
 class ConnectionPool:

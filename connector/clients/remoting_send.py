@@ -24,10 +24,7 @@ fails fast, as does ACL 1.0's SYSTEM_ERROR refusal); anything else (MESSAGE_ILLE
 
 from __future__ import annotations
 
-import heapq
-import itertools
 import logging
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import CancelledError, Future
@@ -55,7 +52,7 @@ from ..errors import access_hint
 from ..queues import MessageQueue
 from ..sink_rows import CheckedRows
 from .base import SEND_OK, EncodedRows, SendEncoder, SendOutcome, SendStatus
-from .remoting_connection import ConnectionLost
+from .remoting_connection import ConnectionLost, fail_after
 from .remoting_errors import access_kind, code_name
 
 if TYPE_CHECKING:
@@ -264,47 +261,6 @@ class RemotingSendEncoder(SendEncoder):
 
 
 # ------------------------------------------------------------------------------------------ in flight
-class _Deadlines:
-    """One daemon thread failing futures whose deadline passed (instead of a timer thread per request)."""
-
-    def __init__(self) -> None:
-        self._heap: list[tuple[float, int, Future, Callable[[], None]]] = []
-        self._cond = threading.Condition()
-        self._seq = itertools.count()
-        self._thread: threading.Thread | None = None
-
-    def add(self, deadline: float, fut: Future, on_expire: Callable[[], None]) -> None:
-        with self._cond:
-            heapq.heappush(self._heap, (deadline, next(self._seq), fut, on_expire))
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, name="rocketmq-send-deadlines", daemon=True)
-                self._thread.start()
-            elif self._heap[0][2] is fut:
-                self._cond.notify()
-
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                while self._heap and self._heap[0][2].done():
-                    heapq.heappop(self._heap)
-                if not self._heap:
-                    self._cond.wait(5.0)
-                    if not self._heap:
-                        self._thread = None
-                        return
-                    continue
-                wait = self._heap[0][0] - time.monotonic()
-                if wait > 0:
-                    self._cond.wait(wait)
-                    continue
-                _, _, fut, on_expire = heapq.heappop(self._heap)
-            if not fut.done():
-                on_expire()
-
-
-_deadlines = _Deadlines()
-
-
 class SendCall:
     """A send request in flight (`connector.clients.base.SendFuture`)."""
 
@@ -329,17 +285,7 @@ class SendCall:
             fut.set_exception(ConnectionLost(f"{address}: {e}"))
             return cls(fut, count, address)
 
-        def expire() -> None:
-            conn.forget(fut)
-            if not fut.done():
-                try:
-                    fut.set_exception(
-                        TimeoutError(f"no response from {address} within {timeout_s * 1000:.0f} ms")
-                    )
-                except Exception:  # completed meanwhile
-                    pass
-
-        _deadlines.add(time.monotonic() + timeout_s, fut, expire)
+        fail_after(conn, fut, timeout_s)
         call = cls(fut, count, address)
         fut.add_done_callback(lambda f: client._versions.__setitem__(address, f.result().version)
                               if not f.cancelled() and f.exception() is None else None)  # fmt: skip

@@ -21,7 +21,8 @@ import pytest
 
 from broker_emulator import Emulator
 from connector.clients import PullStatus, close_clients, get_client
-from connector.clients.grpc_v2 import GrpcClient
+from connector.clients.base import SEND_OK, SendStatus
+from connector.clients.grpc_v2 import GrpcClient, _SendCall
 from connector.config import ClientConfig, FilterSpec
 from connector.errors import (
     ConnectorError,
@@ -376,6 +377,55 @@ def test_an_unreachable_pull_channel_leaves_pulls_to_grpc(
     r = client.pull(queue_a0, 0, 8, group=GROUP)
     assert (r.status, r.table.num_rows, r.protocol) == (PullStatus.FOUND, 3, "bulk")
     assert client._pull_channels._addresses[queue_a0.endpoint] is None  # from now on over gRPC
+
+
+def test_sends_go_over_the_pull_channel_and_store_what_grpc_stores(
+    rocketmq_emulator, topic, client, queue_a0
+) -> None:
+    """The same encoded request sent over the channel and over gRPC: both acknowledged OK and stored alike
+    (message ids and offsets aside); the channel is the one the sends opened."""
+    from connector.clients.pull_channel import ChannelSend
+    from connector.sink_rows import RowChecker
+
+    batch = pa.record_batch(
+        [pa.array([b"a", b"bb", b"ccc"]), pa.array(["t1", "t2", None])], names=["body", "tag"]
+    )
+    grpc_only = GrpcClient(ClientConfig(rocketmq_emulator.endpoints, pull_channel=False))
+    try:
+        for c, via in ((client, ChannelSend), (grpc_only, _SendCall)):
+            (rows,) = RowChecker({"body": "body", "tag": "tag"}, topic, 4 << 20).check(batch, 0)
+            encoded = c.send_encoder("producers").encode(rows)
+            call = c.send_async(queue_a0.endpoint, encoded.payload(slice(0, 3), queue_a0.queue), 3, 5.0)
+            assert isinstance(call, via)
+            assert call.outcome() == SEND_OK
+        assert grpc_only._pull_channels._addresses == {}
+    finally:
+        grpc_only.close()
+    broker = rocketmq_emulator.cluster.broker(BROKER_A)
+    assert client._pull_channels._addresses == {queue_a0.endpoint: f"{broker.host}:{broker.remoting_port}"}
+    table = client.pull(queue_a0, 0, 32, group=GROUP).table
+    assert table.column("queue_offset").to_pylist() == list(range(6))
+    same = ("body", "tag", "keys", "properties", "message_type", "born_host")
+    first, second = table.slice(0, 3).select(same), table.slice(3, 3).select(same)
+    assert first.equals(second) and first.column("body").to_pylist() == [b"a", b"bb", b"ccc"]
+
+
+def test_a_refused_channel_send_is_retried_over_grpc(rocketmq_emulator, topic, client, queue_a0) -> None:
+    """A channel that answers the send with an error (here: an emulator port that is no channel, the name
+    server's) makes that send retryable and the endpoint's later sends go over gRPC."""
+    from connector.sink_rows import RowChecker
+
+    client._pull_channels._addresses[queue_a0.endpoint] = rocketmq_emulator.name_server
+    (rows,) = RowChecker({"body": "body"}, topic, 4 << 20).check(
+        pa.record_batch([pa.array([b"x"])], names=["body"]), 0
+    )
+    payload = client.send_encoder("producers").encode(rows).payload(slice(0, 1), queue_a0.queue)
+    out = client.send_async(queue_a0.endpoint, payload, 1, 5.0).outcome()
+    assert out is not None and out.status is SendStatus.RETRYABLE and out.label == "CHANNEL_REFUSED"
+    assert "(code 3: " in out.reason and "not supported" in out.reason  # REQUEST_CODE_NOT_SUPPORTED
+    assert client._pull_channels._addresses[queue_a0.endpoint] is None
+    again = client.send_async(queue_a0.endpoint, payload, 1, 5.0)
+    assert isinstance(again, _SendCall) and again.outcome() == SEND_OK
 
 
 def test_no_pull_channel_with_credentials_or_tls(rocketmq_emulator) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from rocketmq_protocol.extension import pb
-from rocketmq_protocol.extension.pull_channel import BULK_PULL_CODE
+from rocketmq_protocol.extension.pull_channel import BULK_PULL_CODE, SEND_MESSAGE_CODE
 from rocketmq_protocol.remoting.codes import RequestCode as Q
 from rocketmq_protocol.remoting.codes import ResponseCode as R
 from tests.support.remoting import RemotingClient
@@ -87,3 +87,9 @@ def test_the_pull_channel_is_closed_under_an_acl(emu):
     with _broker(emu, ("app", "app-secret")) as c:
         r = c.call(BULK_PULL_CODE, {}, request)
         assert r.code == R.NO_PERMISSION and "pull channel" in r.remark
+        # SendMessage over the channel likewise, signed or not: v2 sends go over gRPC, where they are signed
+        r = c.call(SEND_MESSAGE_CODE, {"x-mq-client-id": "c1"}, b"")
+        assert r.code == R.NO_PERMISSION and "pull channel" in r.remark
+    with _broker(emu) as c:
+        r = c.call(SEND_MESSAGE_CODE, {"x-mq-client-id": "c1"}, b"")
+        assert r.code == R.NO_PERMISSION and "AccessKey/Signature" in r.remark

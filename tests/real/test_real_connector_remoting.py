@@ -453,16 +453,23 @@ def test_a_java_push_consumer_of_the_same_group_keeps_every_queue(
     )
 
 
-def test_a_real_broker_refuses_the_emulators_pull_channel_code(real_cluster: rc.Cluster) -> None:
-    """The emulator's pull channel uses request code 50001, none of Apache RocketMQ's: a real broker answers
-    it REQUEST_CODE_NOT_SUPPORTED instead of mistaking it for a request of its own."""
+def test_a_real_broker_refuses_the_emulators_pull_channel_codes(real_cluster: rc.Cluster) -> None:
+    """The emulator's pull channel uses request codes 50001 (BulkPull) and 50002 (SendMessage), none of Apache
+    RocketMQ's: a real broker answers them REQUEST_CODE_NOT_SUPPORTED instead of mistaking them for requests
+    of its own."""
     from rocketmq_protocol.extension import pb
-    from rocketmq_protocol.extension.pull_channel import BULK_PULL_CODE
+    from rocketmq_protocol.extension.pull_channel import BULK_PULL_CODE, SEND_MESSAGE_CODE
+    from rocketmq_protocol.grpc_v2 import definition_pb2 as d
+    from rocketmq_protocol.grpc_v2 import service_pb2 as s
     from rocketmq_protocol.remoting.codes import ResponseCode
     from tests.support.remoting import RemotingClient
 
     topic = new_topic(real_cluster)
-    request = pb.BulkPullRequest(group="g", topic=topic, queue_id=0, max_messages=1).SerializeToString()
+    pull = pb.BulkPullRequest(group="g", topic=topic, queue_id=0, max_messages=1).SerializeToString()
+    send = s.SendMessageRequest(
+        messages=[d.Message(topic=d.Resource(name=topic), body=b"x", system_properties=d.SystemProperties())]
+    ).SerializeToString()
     with RemotingClient(real_cluster.broker_addr) as broker:
-        r = broker.call(BULK_PULL_CODE, {}, request)
-    assert r.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED, (r.code, r.remark)
+        for code, body in ((BULK_PULL_CODE, pull), (SEND_MESSAGE_CODE, send)):
+            r = broker.call(code, {"x-mq-client-id": "c1"}, body)
+            assert r.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED, (code, r.code, r.remark)
