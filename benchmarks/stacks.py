@@ -70,6 +70,7 @@ class Stack:
     # Before each run: make sure a topic exists with 8 queues (real RocketMQ needs it, the others create).
     create_topic: Callable[[SparkSession, str], None] | None = None
     latency_send: Callable[[SparkSession, str], Callable[[bytes], None]] | None = None
+    failures: list[str] = field(default_factory=list)  # runs that raised: "measure (run r): first line"
 
     def topic(self, what: str) -> str:
         return f"{self.topic_prefix}{what}"
@@ -219,21 +220,39 @@ def run_workload(
         write(spark, s, s.topic("warmup"), WARMUP_MESSAGES, size)
         batch_read(spark, s, s.topic("warmup"), WARMUP_MESSAGES)
         stream_read(spark, s, s.topic("warmup"), WARMUP_MESSAGES)
+    readable: list[Stack] = []  # the stacks whose first write (the reads' topic) succeeded
     for r in range(repeat):
         for s in live:
             log(f"{s.label}: write of {messages:,} rows (run {r + 1} of {repeat})")
-            _keep_best(
-                s, "write", messages, lambda s=s, r=r: write(spark, s, s.topic(f"write-{r}"), messages, size)
+            ok = _keep_best(
+                s,
+                "write",
+                messages,
+                lambda s=s, r=r: write(spark, s, s.topic(f"write-{r}"), messages, size),
+                r,
+                log,
             )
-        for s in live:
+            if r == 0 and ok:
+                readable.append(s)
+        for s in readable:
             log(f"{s.label}: batch read of {messages:,} (run {r + 1})")
             _keep_best(
-                s, "batch read", messages, lambda s=s: batch_read(spark, s, s.topic("write-0"), messages)
+                s,
+                "batch read",
+                messages,
+                lambda s=s: batch_read(spark, s, s.topic("write-0"), messages),
+                r,
+                log,
             )
-        for s in live:
+        for s in readable:
             log(f"{s.label}: stream read (availableNow) of {messages:,} (run {r + 1})")
             _keep_best(
-                s, "stream read", messages, lambda s=s: stream_read(spark, s, s.topic("write-0"), messages)
+                s,
+                "stream read",
+                messages,
+                lambda s=s: stream_read(spark, s, s.topic("write-0"), messages),
+                r,
+                log,
             )
     # Latency: `repeat` rounds, the stacks' order reversed in every other round, each stack keeping its lowest
     # p50 and p99. The first latency queries after the throughput jobs ran slower whichever stack ran them,
@@ -252,13 +271,28 @@ def run_workload(
             s.figures["latency p99"] = min(p99 * 1000, s.figures.get("latency p99", float("inf")))
 
 
-def _keep_best(stack: Stack, measure: str, messages: int, run: Callable[[], float]) -> None:
+def _keep_best(
+    stack: Stack,
+    measure: str,
+    messages: int,
+    run: Callable[[], float],
+    r: int,
+    log: Callable[[str], None],
+) -> bool:
     """Runs one throughput measure; keeps its rate, and its CPU per message per process group, when it is
-    the stack's best so far."""
+    the stack's best so far. A run that raises is recorded in `stack.failures` (False), so one stack's
+    failure (a broker that stops answering) leaves the other stacks' figures and its own other runs."""
     cpu = stack.cpu.setdefault(measure, {})
-    stack.figures[measure] = best_with_cpu(
-        stack.figures.get(measure, 0.0), run, stack.broker_pids, messages, cpu
-    )
+    try:
+        best = best_with_cpu(stack.figures.get(measure, 0.0), run, stack.broker_pids, messages, cpu)
+    except Exception as e:
+        lines = str(e).strip().splitlines()
+        reason = f"{type(e).__name__}: {lines[0][:300] if lines else ''}"
+        stack.failures.append(f"{measure} (run {r + 1}): {reason}")
+        log(f"{stack.label}: {measure} run {r + 1} failed: {reason}")
+        return False
+    stack.figures[measure] = best
+    return True
 
 
 # ------------------------------------------------------------------------------------------ the table
@@ -301,6 +335,8 @@ def render(stacks: list[Stack], title: str) -> str:
     for s in stacks:
         if s.skip:
             lines.append(f"{s.label}: skipped: {s.skip}")
+        for failure in s.failures:
+            lines.append(f"{s.label}: FAILED {failure}")
     for s in stacks:
         if s.cpu:
             cells = ", ".join(
@@ -326,7 +362,12 @@ def as_json(stacks: list[Stack]) -> list[dict[str, Any]]:
     kafka = next((s for s in stacks if s.fmt == "kafka" and s.skip is None), None)
     out = []
     for s in stacks:
-        entry: dict[str, Any] = {"stack": s.label, "skipped": s.skip, "figures": dict(s.figures)}
+        entry: dict[str, Any] = {
+            "stack": s.label,
+            "skipped": s.skip,
+            "figures": dict(s.figures),
+            "failures": list(s.failures),
+        }
         if s.batch_ms:
             entry["latency_batch_ms"] = dict(s.batch_ms)
         if s.cpu:

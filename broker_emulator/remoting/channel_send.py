@@ -52,6 +52,8 @@ def send_handler(cluster: Cluster, messaging: MessagingService) -> Handler:
             request = ReceivedSend(cmd.body or b"")
         except DecodeError as e:
             raise Refused(R.SYSTEM_ERROR, f"the body is not a SendMessageRequest: {e}") from None
-        return cmd.response(R.SUCCESS, body=await messaging.send_answer_bytes(request, ChannelCall(cmd, conn)))
+        return cmd.response(
+            R.SUCCESS, body=await messaging.send_answer_bytes(request, ChannelCall(cmd, conn))
+        )
 
     return send

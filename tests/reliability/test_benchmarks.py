@@ -63,6 +63,7 @@ def test_quick_run_reports_every_measure(tmp_path):
         if stack["skipped"]:
             assert stack["skipped"] in stdout, stack
             continue
+        assert stack["failures"] == [], stack
         assert set(stack["figures"]) == set(WORKLOAD), stack
         assert all(math.isfinite(v) and v > 0 for v in stack["figures"].values()), stack
         # Where each throughput's CPU went: the stack's broker processes (wired by pid: they did work), Spark's
@@ -74,3 +75,26 @@ def test_quick_run_reports_every_measure(tmp_path):
             assert all(math.isfinite(v) and v >= 0 for v in groups.values()), stack
             assert groups["broker"] > 0 and groups["jvm"] > 0, stack
     assert "stacks: the same workload" in stdout
+
+
+def test_a_failed_stack_run_is_reported_and_the_others_kept():
+    """One run that raises (Kafka once stopped answering a write in a full run) is listed under the table;
+    the stack keeps its other runs' figures and the run returns False (its topic is not read)."""
+    from benchmarks import stacks
+
+    stack = stacks.Stack("kafka", "Kafka 4.1.1", "kafka", ours=False)
+    logged: list[str] = []
+
+    def broken() -> float:
+        raise RuntimeError("Expiring 148 record(s) for anchor-kafka-write-1-1\nat org.apache.kafka...")
+
+    assert stacks._keep_best(stack, "write", 1000, lambda: 2000.0, 0, logged.append) is True
+    assert stacks._keep_best(stack, "write", 1000, broken, 1, logged.append) is False
+    assert stack.figures == {"write": 2000.0}
+    assert stack.failures == [
+        "write (run 2): RuntimeError: Expiring 148 record(s) for anchor-kafka-write-1-1"
+    ]
+    assert logged == ["Kafka 4.1.1: write run 2 failed: " + stack.failures[0].split(": ", 1)[1]]
+    table = stacks.render([stack], "stacks")
+    assert "Kafka 4.1.1: FAILED write (run 2): RuntimeError: Expiring 148 record(s)" in table
+    assert stacks.as_json([stack])[0]["failures"] == stack.failures
