@@ -9,15 +9,16 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from concurrent.futures import CancelledError, Future
+from concurrent.futures import Future
 
 from rocketmq_protocol.extension.bulk_pull_wire import BulkPullReply, decode_response
 from rocketmq_protocol.extension.pull_channel import BULK_PULL_CODE, SEND_MESSAGE_CODE
 from rocketmq_protocol.grpc_v2 import service_pb2 as s
 from rocketmq_protocol.grpc_v2.send_status import decode_send_response
+from rocketmq_protocol.remoting.frames import RemotingCommand
 
 from .base import SendOutcome, SendStatus
-from .remoting_connection import ConnectionLost, ConnectionPool, fail_after
+from .remoting_connection import ConnectionLost, ConnectionPool, RequestSendCall, fail_after
 from .retrying import Transient
 
 log = logging.getLogger(__name__)
@@ -131,12 +132,13 @@ class PullChannels:
             pool.close()
 
 
-class ChannelSend:
+class ChannelSend(RequestSendCall):
     """A SendMessage in flight over a pull channel (`connector.clients.base.SendFuture`). A lost connection or
-    no answer in time is retryable, as over gRPC; a refusal (an ACL turned on, an emulator without the
-    channel's SendMessage) is retried over gRPC, where the endpoint's sends go from then on."""
+    no answer in time is retryable, named as gRPC names them; a refusal (an ACL turned on, an emulator
+    without the channel's SendMessage) is retried over gRPC, where the endpoint's sends go from then on."""
 
-    __slots__ = ("_channels", "_count", "_endpoint", "_fut", "_outcome")
+    __slots__ = ("_channels", "_count", "_endpoint", "_outcome")
+    timeout_label = "DEADLINE_EXCEEDED"
 
     def __init__(
         self,
@@ -146,26 +148,14 @@ class ChannelSend:
         count: int,
         outcome: Callable[[s.SendMessageResponse, int], SendOutcome],
     ) -> None:
-        self._channels, self._endpoint, self._fut = channels, endpoint, fut
+        super().__init__(fut)
+        self._channels, self._endpoint = channels, endpoint
         self._count, self._outcome = count, outcome
 
-    def add_done_callback(self, fn: Callable[[], None]) -> None:
-        self._fut.add_done_callback(lambda _f: fn())
-
-    def cancel(self) -> bool:
-        return self._fut.cancel()
-
-    def outcome(self) -> SendOutcome | None:
-        try:
-            cmd = self._fut.result()
-        except CancelledError:
-            return None
-        except (ConnectionLost, OSError) as e:
-            label = "DEADLINE_EXCEEDED" if isinstance(e, TimeoutError) else "UNAVAILABLE"  # gRPC's names
-            return SendOutcome(SendStatus.RETRYABLE, f"pull channel {label}: {e}", label)
-        if cmd.code != _SUCCESS:
+    def answered(self, resp: RemotingCommand) -> SendOutcome:
+        if resp.code != _SUCCESS:
             self._channels.no_channel(self._endpoint)
-            reason = f"the pull channel refused the send (code {cmd.code}: {cmd.remark}); retried over gRPC"
+            reason = f"the pull channel refused the send (code {resp.code}: {resp.remark}); retried over gRPC"
             log.info("%s: %s", self._endpoint, reason)
             return SendOutcome(SendStatus.RETRYABLE, reason, "CHANNEL_REFUSED")
-        return self._outcome(decode_send_response(cmd.body or b""), self._count)  # type: ignore[arg-type]
+        return self._outcome(decode_send_response(resp.body or b""), self._count)  # type: ignore[arg-type]

@@ -28,7 +28,7 @@ import struct
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future
 from typing import TypeVar
 
 import numpy as np
@@ -44,6 +44,8 @@ from rocketmq_protocol.remoting.frames import (
     encode_header,
 )
 
+from .base import SendOutcome, SendStatus
+
 log = logging.getLogger(__name__)
 
 __all__ = [
@@ -52,7 +54,9 @@ __all__ = [
     "HeaderTemplate",
     "RemotingConnection",
     "Reply",
+    "RequestSendCall",
     "encode_request",
+    "fail_after",
     "split_address",
 ]
 
@@ -483,6 +487,37 @@ def fail_after(conn: RemotingConnection, fut: Future, timeout_s: float) -> None:
                 pass
 
     _deadlines.add(time.monotonic() + timeout_s, fut, expire)
+
+
+class RequestSendCall:
+    """A send carried by one request on a remoting connection, in flight (`connector.clients.base.SendFuture`):
+    `outcome()` reads the response with `answered`; a lost connection or no response in time is retryable,
+    labelled UNAVAILABLE or `timeout_label`."""
+
+    __slots__ = ("_fut",)
+    timeout_label = "TIMEOUT"
+
+    def __init__(self, fut: Future) -> None:
+        self._fut = fut
+
+    def add_done_callback(self, fn: Callable[[], None]) -> None:
+        self._fut.add_done_callback(lambda _f: fn())
+
+    def cancel(self) -> bool:
+        return self._fut.cancel()
+
+    def outcome(self) -> SendOutcome | None:
+        try:
+            resp: RemotingCommand = self._fut.result()
+        except CancelledError:
+            return None
+        except (ConnectionLost, OSError) as e:
+            label = self.timeout_label if isinstance(e, TimeoutError) else "UNAVAILABLE"
+            return SendOutcome(SendStatus.RETRYABLE, f"{label}: {e}", label)
+        return self.answered(resp)
+
+    def answered(self, resp: RemotingCommand) -> SendOutcome:
+        raise NotImplementedError
 
 
 class ConnectionPool:

@@ -26,8 +26,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
-from concurrent.futures import CancelledError, Future
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -52,7 +51,7 @@ from ..errors import access_hint
 from ..queues import MessageQueue
 from ..sink_rows import CheckedRows
 from .base import SEND_OK, EncodedRows, SendEncoder, SendOutcome, SendStatus
-from .remoting_connection import ConnectionLost, fail_after
+from .remoting_connection import ConnectionLost, RequestSendCall, fail_after
 from .remoting_errors import access_kind, code_name
 
 if TYPE_CHECKING:
@@ -261,13 +260,13 @@ class RemotingSendEncoder(SendEncoder):
 
 
 # ------------------------------------------------------------------------------------------ in flight
-class SendCall:
+class SendCall(RequestSendCall):
     """A send request in flight (`connector.clients.base.SendFuture`)."""
 
-    __slots__ = ("_count", "_fut", "address")
+    __slots__ = ("_count", "address")
 
     def __init__(self, fut: Future, count: int, address: str) -> None:
-        self._fut = fut
+        super().__init__(fut)
         self._count = count
         self.address = address
 
@@ -291,20 +290,7 @@ class SendCall:
                               if not f.cancelled() and f.exception() is None else None)  # fmt: skip
         return call
 
-    def add_done_callback(self, fn: Callable[[], None]) -> None:
-        self._fut.add_done_callback(lambda _f: fn())
-
-    def cancel(self) -> bool:
-        return self._fut.cancel()
-
-    def outcome(self) -> SendOutcome | None:
-        try:
-            resp: RemotingCommand = self._fut.result()
-        except CancelledError:
-            return None
-        except (ConnectionLost, OSError) as e:
-            label = "TIMEOUT" if isinstance(e, TimeoutError) else "UNAVAILABLE"
-            return SendOutcome(SendStatus.RETRYABLE, f"{label}: {e}", label)
+    def answered(self, resp: RemotingCommand) -> SendOutcome:
         return send_outcome(resp.code, resp.remark)
 
 
