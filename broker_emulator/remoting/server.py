@@ -1,10 +1,11 @@
 """The remoting transport (apache/rocketmq `NettyRemotingServer` + `NettyRemotingAbstract`): an asyncio TCP
 server; per connection a `FrameSplitter` the socket is read straight into (a `BufferedProtocol`: a
-multi-MiB send is received once, into a buffer of its own); every request handled in its own task and answered with its
-opaque when done, so long-polled pulls answer out of order; oneway requests get no answer; the server may
-send requests of its own to a client over the client's connection (CHECK_TRANSACTION_STATE,
-NOTIFY_CONSUMER_IDS_CHANGED). A frame that cannot be decoded closes its connection, as Netty's decoder does;
-a handler's exception is answered SYSTEM_ERROR; an unknown code REQUEST_CODE_NOT_SUPPORTED."""
+multi-MiB send is received once, into a buffer of its own); every request handled in its own task and
+answered with its opaque when done, so long-polled pulls answer out of order; oneway requests get no
+answer; the server may send requests of its own to a client over the client's connection
+(CHECK_TRANSACTION_STATE, NOTIFY_CONSUMER_IDS_CHANGED). A frame that cannot be decoded closes its
+connection, as Netty's decoder does; a handler's exception is answered SYSTEM_ERROR; an unknown code
+REQUEST_CODE_NOT_SUPPORTED."""
 
 from __future__ import annotations
 
