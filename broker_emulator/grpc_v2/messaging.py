@@ -306,7 +306,7 @@ class MessagingService(ConsumptionRpcs, service_pb2_grpc.MessagingServiceService
 
     async def send_answer_bytes(self, request, context) -> bytes:
         """SendMessage's serialized answer to a request the generic checks (`refusal`) let through: the pull
-        channel's SendMessage (`broker_emulator/grpc_v2/channel_send.py`) makes its own."""
+        channel's SendMessage (`broker_emulator/remoting/channel_send.py`) makes its own."""
         raw = cols = None
         if isinstance(request, ReceivedSend):
             raw, cols, request = request.raw, request.columns, request.request
