@@ -67,7 +67,7 @@ class PullChannels:
             self._addresses[endpoint] = None
             return None
         try:
-            fut = conn.request(BULK_PULL_CODE, {}, request)
+            fut = conn.request(BULK_PULL_CODE, {}, request, timeout_s)
             cmd = fut.result(timeout_s)
         except TimeoutError:
             conn.forget(fut)
@@ -109,7 +109,7 @@ class PullChannels:
             self._addresses[endpoint] = None
             return None
         try:
-            fut = conn.request(SEND_MESSAGE_CODE, metadata, request)
+            fut = conn.request(SEND_MESSAGE_CODE, metadata, request, timeout_s)
         except ConnectionLost:
             pool.drop(address, conn)
             return None

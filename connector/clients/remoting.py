@@ -206,7 +206,7 @@ class RemotingClient(RocketMQClient):
         except OSError as e:
             raise Transient(f"{address}: cannot connect ({e})") from None
         try:
-            fut = conn.request(code, ext, body)
+            fut = conn.request(code, ext, body, timeout_s)
         except ConnectionLost as e:
             raise Transient(str(e)) from None
         try:
@@ -736,10 +736,12 @@ class RemotingClient(RocketMQClient):
                         self._pull_header(queue, s, min(span, limit - s), group, flt, 0, max_bytes)
                         for s in starts
                     ]
-                    futures = conn.request_many(exts, _pull_frame_head)
+                    futures = conn.request_many(exts, _pull_frame_head, deadline - time.monotonic())
                 else:
                     futures = conn.request_many(
-                        [(s, min(span, limit - s), 0) for s in starts], frames.frame_head
+                        [(s, min(span, limit - s), 0) for s in starts],
+                        frames.frame_head,
+                        deadline - time.monotonic(),
                     )
             except (OSError, ConnectionLost):
                 futures = []  # stop here: the next pull() retries with the full logic

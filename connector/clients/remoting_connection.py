@@ -6,7 +6,9 @@ rocketmq-client-go `internal/remote` (one connection per address, a reader gorou
 one reader thread that reads whole frames (a 4-byte length, then `recv_into` one buffer of that length) and
 completes the request's `concurrent.futures.Future` (a pipelined pull's: a lighter `Reply`); a response's
 body is a `memoryview` into that buffer, so a pull's stored messages reach the decoder without a copy. Writers share the socket under a lock; a
-request is the encoded header and the body, sent without joining them. Requests the server sends us
+request is the encoded header and the body, sent without joining them, and within the request's timeout: a
+peer that stops reading fails the connection at that deadline instead of blocking the caller (Netty's
+writes are asynchronous, so a Java client's caller is not held either). Requests the server sends us
 (RocketMQ's broker → client calls) are answered REQUEST_CODE_NOT_SUPPORTED unless they are oneway.
 
 A connection that fails (reset, closed, a malformed frame) fails every request in flight with
@@ -49,6 +51,7 @@ from .base import SendOutcome, SendStatus
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "WRITE_TIMEOUT_S",
     "ConnectionLost",
     "ConnectionPool",
     "HeaderTemplate",
@@ -66,6 +69,32 @@ _VERSION = int(CURRENT_VERSION)
 _JSON = json.JSONEncoder(separators=(",", ":"))
 _I32 = struct.Struct(">i")
 CONNECT_TIMEOUT_S = 3.0
+#: How long a write without a deadline of its own (a oneway, an answer to the server) may wait for the peer
+#: to take its bytes.
+WRITE_TIMEOUT_S = 30.0
+
+
+class WriteTimeout(TimeoutError):
+    """The peer did not take a request's bytes before its deadline (it stopped reading)."""
+
+
+def send_until(sock: socket.socket, data: bytes | memoryview, deadline: float) -> None:
+    """`sock.sendall(data)` that gives up at `deadline` (monotonic) with `WriteTimeout`: each send waits at
+    most the time left (SO_SNDTIMEO), so a peer that stops reading cannot hold the caller past it."""
+    view = memoryview(data).cast("B")
+    while len(view):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise WriteTimeout(f"{len(view)} bytes not taken")
+        sec = int(left)
+        sock.setsockopt(
+            socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", sec, max(int((left - sec) * 1e6), 1))
+        )
+        try:
+            sent = sock.send(view)
+        except BlockingIOError:  # SO_SNDTIMEO ran out with nothing sent
+            raise WriteTimeout(f"{len(view)} bytes not taken") from None
+        view = view[sent:]
 
 
 class ConnectionLost(ConnectionError):
@@ -97,18 +126,22 @@ class TlsStream:
                 self._incoming.write(data)
         self._flush()
 
-    def _flush(self) -> None:
-        """Sends the TLS bytes waiting in the outgoing BIO."""
+    def _flush(self, deadline: float | None = None) -> None:
+        """Sends the TLS bytes waiting in the outgoing BIO (by `deadline`, else within WRITE_TIMEOUT_S)."""
         with self._send_lock:
             with self._lock:
                 data = self._outgoing.read()
             if data:
-                self._sock.sendall(data)
+                send_until(
+                    self._sock, data, time.monotonic() + WRITE_TIMEOUT_S if deadline is None else deadline
+                )
 
-    def sendall(self, data: bytes | memoryview) -> None:
+    def send_until(self, data: bytes | memoryview, deadline: float) -> None:
         with self._lock:
             self._tls.write(data)
-        self._flush()  # the BIO keeps records in order, and what one flush takes the next does not resend
+        self._flush(
+            deadline
+        )  # the BIO keeps records in order, and what one flush takes the next does not resend
 
     def recv_into(self, buffer: memoryview) -> int:
         """Reads decrypted bytes into `buffer` (one reader thread); 0 at the end of the stream."""
@@ -256,10 +289,12 @@ class RemotingConnection:
             raise
         self._sock = sock
         if stream is None:
-            self._sendall: Callable[[bytes | memoryview], None] = sock.sendall
+            self._send_until: Callable[[bytes | memoryview, float], None] = lambda data, deadline: send_until(
+                sock, data, deadline
+            )
             self._file = sock.makefile("rb", buffering=256 * 1024)
         else:
-            self._sendall = stream.sendall
+            self._send_until = stream.send_until
             self._file = io.BufferedReader(_TlsReader(stream), 256 * 1024)
         self._write_lock = threading.Lock()
         self._pending: dict[int, Future[RemotingCommand] | Reply] = {}
@@ -282,9 +317,15 @@ class RemotingConnection:
         return len(self._pending)
 
     def request(
-        self, code: int, ext_fields: dict[str, str], body: bytes | memoryview = b""
+        self,
+        code: int,
+        ext_fields: dict[str, str],
+        body: bytes | memoryview = b"",
+        timeout_s: float = WRITE_TIMEOUT_S,
     ) -> Future[RemotingCommand]:
-        """Sends a request; the Future completes with the response, or fails with ConnectionLost."""
+        """Sends a request; the Future completes with the response, or fails with ConnectionLost (also
+        when the peer has not taken the request's bytes within `timeout_s`: the caller is not held past
+        its deadline by a broker that stopped reading)."""
         fut: Future[RemotingCommand] = Future()
         opaque = next(self._opaques) & 0x7FFFFFFF
         head = encode_request(code, ext_fields, body, opaque)
@@ -293,20 +334,17 @@ class RemotingConnection:
                 raise ConnectionLost(f"connection to {self.address} is closed ({self._closed})")
             self._pending[opaque] = fut
         fut.add_done_callback(lambda f, o=opaque: self._forget(o) if f.cancelled() else None)
-        try:
-            with self._write_lock:
-                self._sendall(head)
-                if len(body):
-                    self._sendall(body)
-        except OSError as e:
-            self._fail(e)
+        self._write((head, body), timeout_s, ((opaque, fut),))
         return fut
 
-    def request_many(self, items: Sequence[T], head: Callable[[T, int], bytes]) -> list[Reply]:
+    def request_many(
+        self, items: Sequence[T], head: Callable[[T, int], bytes], timeout_s: float = WRITE_TIMEOUT_S
+    ) -> list[Reply]:
         """Several requests without bodies in one write (pipelined pulls); one `Reply` each. `head(item,
         opaque)` is an item's frame head: `HeaderTemplate.frame_head`, or `encode_request` of its fields."""
         replies: list[Reply] = []
         heads: list[bytes] = []
+        sent: list[tuple[int, Reply]] = []
         with self._pending_lock:
             if self._closed is not None:
                 raise ConnectionLost(f"connection to {self.address} is closed ({self._closed})")
@@ -315,20 +353,13 @@ class RemotingConnection:
                 heads.append(head(item, opaque))
                 replies.append(reply := Reply())
                 self._pending[opaque] = reply
-        try:
-            with self._write_lock:
-                self._sendall(b"".join(heads))
-        except OSError as e:
-            self._fail(e)
+                sent.append((opaque, reply))
+        self._write((b"".join(heads),), timeout_s, sent)
         return replies
 
     def oneway(self, code: int, ext_fields: dict[str, str], body: bytes = b"") -> None:
         head = encode_request(code, ext_fields, body, next(self._opaques) & 0x7FFFFFFF, ONEWAY_FLAG)
-        try:
-            with self._write_lock:
-                self._sendall(head + body)
-        except OSError as e:
-            self._fail(e)
+        self._write((head + body,), WRITE_TIMEOUT_S)
 
     def forget(self, fut: Future[RemotingCommand] | Reply) -> None:
         """Drops a request whose caller gave up waiting (its late response is then ignored)."""
@@ -342,6 +373,41 @@ class RemotingConnection:
         self._fail(ConnectionLost(f"connection to {self.address} closed by the client"))
 
     # ------------------------------------------------------------------ internals
+    def _write(
+        self,
+        parts: tuple[bytes | memoryview, ...],
+        timeout_s: float,
+        requests: Sequence[tuple[int, Future[RemotingCommand] | Reply]] = (),
+    ) -> None:
+        """Writes one or more frames' bytes, in order, within `timeout_s`. A peer that does not take them in
+        time, or a socket error, fails the connection (a frame may be cut short); another write holding
+        the connection all that time fails only this write's `requests` (opaque, future)."""
+        deadline = time.monotonic() + max(timeout_s, 0.001)
+        if not self._write_lock.acquire(timeout=max(timeout_s, 0.001)):
+            busy = ConnectionLost(
+                f"{self.address}: another write held the connection for {timeout_s * 1000:.0f} ms"
+            )
+            for opaque, fut in requests:
+                self._forget(opaque)
+                with contextlib.suppress(Exception):  # completed or cancelled meanwhile
+                    fut.set_exception(busy)
+            return
+        try:
+            for part in parts:
+                if len(part):
+                    self._send_until(part, deadline)
+        except WriteTimeout as e:
+            self._fail(
+                ConnectionLost(
+                    f"{self.address} did not take a request within {timeout_s * 1000:.0f} ms ({e}; the peer "
+                    "stopped reading)"
+                )
+            )
+        except OSError as e:
+            self._fail(e)
+        finally:
+            self._write_lock.release()
+
     def _forget(self, opaque: int) -> None:
         with self._pending_lock:
             self._pending.pop(opaque, None)
@@ -425,11 +491,7 @@ class RemotingConnection:
             remark=f"request code {cmd.code} not supported by the pyspark-rocketmq client",
         )
         header = encode_header(resp, SerializeType.JSON)
-        try:
-            with self._write_lock:
-                self._sendall(_PREFIX.pack(4 + len(header), len(header)) + header)
-        except OSError as e:
-            self._fail(e)
+        self._write((_PREFIX.pack(4 + len(header), len(header)) + header,), WRITE_TIMEOUT_S)
 
 
 class _Deadlines:

@@ -278,7 +278,7 @@ class SendCall(RequestSendCall):
         address = endpoint
         try:
             conn = client.connection(address, min(timeout_s, 3.0))
-            fut = conn.request(payload.code, payload.ext_fields, payload.body)
+            fut = conn.request(payload.code, payload.ext_fields, payload.body, timeout_s)
         except (OSError, ConnectionLost) as e:
             fut = Future()
             fut.set_exception(ConnectionLost(f"{address}: {e}"))

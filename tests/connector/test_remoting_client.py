@@ -18,14 +18,23 @@ import pyarrow as pa
 import pytest
 
 from connector.clients import PullStatus
+from connector.clients.base import SendStatus
 from connector.clients.remoting import RemotingClient, stored_to_table
-from connector.clients.remoting_connection import ConnectionPool, HeaderTemplate, Reply, encode_request
+from connector.clients.remoting_connection import (
+    ConnectionLost,
+    ConnectionPool,
+    HeaderTemplate,
+    Reply,
+    encode_request,
+)
+from connector.clients.remoting_send import RemotingPayload
 from connector.config import ClientConfig, FilterSpec
 from connector.errors import AccessDeniedError, ConnectorError, RetriesExhaustedError, RocketMQError
 from connector.queues import MessageQueue, RouteEntry
 from connector.schema import ARROW_SCHEMA, to_record_batches
 from rocketmq_protocol.message_schema import MESSAGE_SCHEMA
 from rocketmq_protocol.remoting import signature
+from rocketmq_protocol.remoting.codes import RequestCode
 from rocketmq_protocol.remoting.frames import FrameSplitter, RemotingCommand, encode_frame
 from rocketmq_protocol.remoting.message_codec import encode_stored
 from rocketmq_protocol.remoting.properties import build_properties_column, encode_properties
@@ -173,6 +182,91 @@ def test_a_lost_connection_fails_its_requests_and_the_next_call_reconnects(serve
     q = RouteEntry(MessageQueue("t", "broker-a", 0), srv.address)
     assert client.max_offset(q, timeout_ms=5000) == 42  # the first attempt lost its connection: retried
     assert calls["n"] == 2
+    client.close()
+
+
+class SilentPeer:
+    """A loopback listener that accepts connections and never reads from them (a broker that stopped
+    reading: stuck, or SIGSTOPped); its receive buffer is made small so that a write fills it quickly."""
+
+    def __init__(self) -> None:
+        self._sock = socket.socket()
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen(4)
+        self.address = f"127.0.0.1:{self._sock.getsockname()[1]}"
+
+    def close(self) -> None:
+        self._sock.close()
+
+
+@pytest.fixture
+def silent_peer() -> Iterator[SilentPeer]:
+    peer = SilentPeer()
+    yield peer
+    peer.close()
+
+
+BIG = bytes(64 << 20)  # more than loopback's socket buffers hold, whatever their autotuning
+
+
+def test_a_peer_that_stops_reading_fails_the_write_at_its_deadline(silent_peer) -> None:
+    """A request whose bytes the peer does not take is not written past its timeout: the caller gets its
+    Future back, failed with ConnectionLost naming the deadline, and the connection is closed."""
+    pool = ConnectionPool()
+    conn = pool.get(silent_peer.address, 3.0)
+    t0 = time.monotonic()
+    fut = conn.request(310, {"topic": "t"}, BIG, timeout_s=0.5)
+    assert time.monotonic() - t0 < 3.0
+    with pytest.raises(ConnectionLost, match=r"did not take a request within 500 ms"):
+        fut.result(timeout=1)
+    assert conn.closed
+    pool.close()
+
+
+def test_a_stuck_tls_peer_fails_the_write_and_waiting_writers_too(servers, certificate) -> None:  # noqa: F811
+    """Over TLS the same bound holds. A second writer waiting for the connection meanwhile gives up at its
+    own timeout and fails only its own request; the first fails the connection at its deadline."""
+    cert_pem, ctx = _server_tls(certificate)
+    release = threading.Event()
+    srv = servers(lambda cmd: release.wait(20) and None, tls=ctx)  # the server's reader stops in its handler
+    conn = ConnectionPool(ssl.create_default_context(cadata=cert_pem.decode())).get(srv.address, 5.0)
+    conn.request(10, {}, b"x")  # the server now waits in its handler and reads no more
+    try:
+        results: dict[str, tuple[float, str]] = {}
+
+        def write(name: str, timeout_s: float) -> None:
+            t = time.monotonic()
+            fut = conn.request(310, {}, BIG, timeout_s=timeout_s)
+            with pytest.raises(ConnectionLost) as e:
+                fut.result(timeout=5)
+            results[name] = (time.monotonic() - t, str(e.value))
+
+        first = threading.Thread(target=write, args=("first", 1.5))
+        first.start()
+        time.sleep(0.2)
+        write("second", 0.3)
+        assert not conn.closed  # the second write failed alone
+        first.join(10)
+        assert (
+            results["second"][0] < 1.0
+            and "another write held the connection for 300 ms" in results["second"][1]
+        )
+        assert (
+            1.0 < results["first"][0] < 3.5 and "did not take a request within 1500 ms" in results["first"][1]
+        )
+        assert conn.closed
+    finally:
+        release.set()
+
+
+def test_a_send_to_a_broker_that_stopped_reading_is_retryable_at_its_timeout(silent_peer) -> None:
+    client = RemotingClient(ClientConfig(name_server="127.0.0.1:1"))
+    payload = RemotingPayload(int(RequestCode.SEND_MESSAGE_V2), {"a": "t"}, BIG)
+    t0 = time.monotonic()
+    out = client.send_async(silent_peer.address, payload, 1, 0.5).outcome()
+    assert time.monotonic() - t0 < 3.0
+    assert out is not None and out.status == SendStatus.RETRYABLE and "did not take a request" in out.reason
     client.close()
 
 
