@@ -69,8 +69,8 @@ _VERSION = int(CURRENT_VERSION)
 _JSON = json.JSONEncoder(separators=(",", ":"))
 _I32 = struct.Struct(">i")
 CONNECT_TIMEOUT_S = 3.0
-#: How long a write without a deadline of its own (a oneway, an answer to the server) may wait for the peer
-#: to take its bytes.
+#: How long a write without a deadline of its own (an answer to a server's request, a TLS record the reader
+#: thread answers with) may wait for the peer to take its bytes.
 WRITE_TIMEOUT_S = 30.0
 
 
@@ -356,10 +356,6 @@ class RemotingConnection:
                 sent.append((opaque, reply))
         self._write((b"".join(heads),), timeout_s, sent)
         return replies
-
-    def oneway(self, code: int, ext_fields: dict[str, str], body: bytes = b"") -> None:
-        head = encode_request(code, ext_fields, body, next(self._opaques) & 0x7FFFFFFF, ONEWAY_FLAG)
-        self._write((head + body,), WRITE_TIMEOUT_S)
 
     def forget(self, fut: Future[RemotingCommand] | Reply) -> None:
         """Drops a request whose caller gave up waiting (its late response is then ignored)."""
