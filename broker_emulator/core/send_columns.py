@@ -139,6 +139,8 @@ def _stored_properties(cols: SendColumns) -> list[list[tuple[str, str]]] | None:
     if extra is None:
         return cols.properties
     user = cols.properties or [[]] * cols.n
+    if _all(user, user[0]) and _all(extra, extra[0]):  # one producer's batch: one list, shared
+        return [(user[0] or []) + (extra[0] or [])] * cols.n
     return [(u or []) + (x or []) for u, x in zip(user, extra, strict=True)]
 
 

@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 
 from rocketmq_protocol.limits import RESERVED_PROPERTY_KEYS
 from rocketmq_protocol.message_schema import TRANSACTION
-from rocketmq_protocol.remoting.columns import uniform_value
+from rocketmq_protocol.remoting.columns import uniform_value, value_offsets
 from rocketmq_protocol.remoting.flags import MessageSysFlag
 from rocketmq_protocol.remoting.headers import SendMessageRequestHeader
 from rocketmq_protocol.remoting.message_codec import decode_batch, encode_stored, encode_stored_records
@@ -38,7 +38,7 @@ from rocketmq_protocol.remoting.properties import (
 from ..core.cluster import Broker
 from ..core.errors import BrokerError, ErrorKind
 from ..core.retry import delay_ms
-from ..core.send_columns import SendColumns
+from ..core.send_columns import SendColumns, all_present
 from ..core.store.records import int_values
 
 # A single message sent without a UNIQ_KEY gets one from the broker (5.x `SendMessageProcessor`), but a
@@ -198,25 +198,25 @@ def _uniform_batch(
                 return None
             pairs = list(zip(first_keys, first_items, strict=True))
         pairs = list({**outer, **dict(pairs)}.items())  # as each message's {**outer, **inner}
-        ids = v[UNIQ_KEY].to_pylist()
-        tags = v[TAGS].to_pylist()
+        ids = v[UNIQ_KEY]
+        tags = _uniform_or_list(v[TAGS])
         keys_col = v[KEYS]
         groups_col = v[SHARDING_KEY]
     except (pa.ArrowException, UnicodeDecodeError):
         return None
-    if None in ids:
-        ids = [i or MADE_UP_ID + create_uniq_id() for i in ids]  # a batch: as the message-by-message path
+    if ids.null_count or not all_present(ids):
+        ids = [i or MADE_UP_ID + create_uniq_id() for i in ids.to_pylist()]  # as the message-by-message path
     keys_list = None
     if keys_col.null_count < n:
         keys_list = [[k for k in (x or "").split(" ") if k] for x in keys_col.to_pylist()]
     user = [(a, b) for a, b in pairs if a not in _CONSUMED and a not in RESERVED_PROPERTY_KEYS]
     system = [(a, b) for a, b in pairs if a not in _CONSUMED and a in RESERVED_PROPERTY_KEYS]
-    bodies = rows.column("body").to_pylist()
+    bodies = rows.column("body")
     return SendColumns(
         n=n,
         topics_match=True,
         body=bodies,
-        body_size=list(map(len, bodies)),
+        body_size=np.diff(value_offsets(bodies)).tolist(),
         message_id=ids,
         tag=tags if v[TAGS].null_count < n else None,
         keys=keys_list if keys_list is not None and any(keys_list) else None,
@@ -230,6 +230,12 @@ def _uniform_batch(
         queue_id=None,
         system_properties=[system] * n if system else None,
     )
+
+
+def _uniform_or_list(values: pa.Array) -> list:
+    """A string column as a list: one value repeated (no per-row conversion) when every row holds it."""
+    same = uniform_value(values)
+    return values.to_pylist() if same is None else [same.decode()] * len(values)
 
 
 def _prop_piece(name: str, values: pa.Array) -> pa.Array:

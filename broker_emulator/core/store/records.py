@@ -45,8 +45,26 @@ def repeated(value: Any, n: int, type_: pa.DataType) -> pa.Array:
     Arrays are immutable, so recent ones are reused (batches then share their buffers).
     """
     if isinstance(type_, pa.ListType | pa.MapType):
-        return _empty_nested(type_, n) if not value else pa.array([value] * n, type_)
+        if not value:
+            return _empty_nested(type_, n)
+        try:
+            return _repeated_nested(tuple(value), n, type_)
+        except TypeError:  # unhashable items (lists for pairs): converted row by row
+            return pa.array([value] * n, type_)
     return _repeated_scalar(value, n, type_)
+
+
+@lru_cache(maxsize=64)
+def _repeated_nested(value: tuple, n: int, type_: pa.DataType) -> pa.Array:
+    """One list / map row repeated n times: its items tiled, the offsets stepped (no per-row conversion)."""
+    k = len(value)
+    offsets = pa.array(np.arange(n + 1, dtype=np.int32) * np.int32(k))
+    index = pa.array(np.tile(np.arange(k, dtype=np.int32), n))
+    if isinstance(type_, pa.MapType):
+        keys = pa.array([kv[0] for kv in value], type_.key_type).take(index)
+        items = pa.array([kv[1] for kv in value], type_.item_type).take(index)
+        return pa.MapArray.from_arrays(offsets, keys, items, type=type_)
+    return pa.ListArray.from_arrays(offsets, pa.array(list(value), type_.value_type).take(index), type=type_)
 
 
 def int_values(col: Column | pa.ChunkedArray, null: int = 0) -> np.ndarray:
