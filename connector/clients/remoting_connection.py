@@ -19,6 +19,7 @@ the servers after 120 s; the pool reconnects lazily.
 from __future__ import annotations
 
 import contextlib
+import functools
 import heapq
 import io
 import itertools
@@ -139,9 +140,8 @@ class TlsStream:
     def send_until(self, data: bytes | memoryview, deadline: float) -> None:
         with self._lock:
             self._tls.write(data)
-        self._flush(
-            deadline
-        )  # the BIO keeps records in order, and what one flush takes the next does not resend
+        # the BIO keeps records in order, and what one flush takes the next does not resend
+        self._flush(deadline)
 
     def recv_into(self, buffer: memoryview) -> int:
         """Reads decrypted bytes into `buffer` (one reader thread); 0 at the end of the stream."""
@@ -289,8 +289,8 @@ class RemotingConnection:
             raise
         self._sock = sock
         if stream is None:
-            self._send_until: Callable[[bytes | memoryview, float], None] = lambda data, deadline: send_until(
-                sock, data, deadline
+            self._send_until: Callable[[bytes | memoryview, float], None] = functools.partial(
+                send_until, sock
             )
             self._file = sock.makefile("rb", buffering=256 * 1024)
         else:
