@@ -26,6 +26,7 @@ from rocketmq_protocol.remoting.message_codec import decode_batch, decode_stored
 from rocketmq_protocol.remoting.message_id import (
     create_offset_message_id,
     decode_offset_message_id,
+    join_offset_message_ids,
     parse_uniq_id,
 )
 from rocketmq_protocol.remoting.properties import HIDDEN_FROM_READER, decode_properties
@@ -209,6 +210,11 @@ def test_signatures_and_ids(version: str):
     ids = man["offset_ids"]
     assert create_offset_message_id("127.0.0.1", 10911, 123456) == ids["offset_v4"]
     assert create_offset_message_id("2001:db8::10", 10911, 1 << 40) == ids["offset_v6"]
+    # A batch send's msgId, built column-wise: Java's ids joined by commas.
+    assert join_offset_message_ids("127.0.0.1", 10911, [123456, 0, 123456]) == ",".join(
+        [ids["offset_v4"], create_offset_message_id("127.0.0.1", 10911, 0), ids["offset_v4"]]
+    )
+    assert join_offset_message_ids("2001:db8::10", 10911, [1 << 40]) == ids["offset_v6"]
     assert decode_offset_message_id(ids["offset_v6"]).commit_log_offset == 1 << 40
     uniq = json.loads((GOLDEN / version / "uniq_ids.json").read_text())
     for u in uniq["ids"]:
