@@ -731,17 +731,16 @@ class RemotingClient(RocketMQClient):
             frames = self._pull_frames(queue, group, flt, max_bytes)
             try:
                 conn = self._pool.get(address, 3.0)
+                left = deadline - time.monotonic()
                 if frames is None:
                     exts = [
                         self._pull_header(queue, s, min(span, limit - s), group, flt, 0, max_bytes)
                         for s in starts
                     ]
-                    futures = conn.request_many(exts, _pull_frame_head, deadline - time.monotonic())
+                    futures = conn.request_many(exts, _pull_frame_head, left)
                 else:
                     futures = conn.request_many(
-                        [(s, min(span, limit - s), 0) for s in starts],
-                        frames.frame_head,
-                        deadline - time.monotonic(),
+                        [(s, min(span, limit - s), 0) for s in starts], frames.frame_head, left
                     )
             except (OSError, ConnectionLost):
                 futures = []  # stop here: the next pull() retries with the full logic

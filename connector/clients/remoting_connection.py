@@ -85,16 +85,16 @@ def send_until(sock: socket.socket, data: bytes | memoryview, deadline: float) -
     view = memoryview(data).cast("B")
     while len(view):
         left = deadline - time.monotonic()
-        if left <= 0:
+        sent = 0
+        if left > 0:
+            sec = int(left)
+            sock.setsockopt(
+                socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", sec, max(int((left - sec) * 1e6), 1))
+            )
+            with contextlib.suppress(BlockingIOError):  # SO_SNDTIMEO ran out with nothing sent
+                sent = sock.send(view)
+        if not sent:
             raise WriteTimeout(f"{len(view)} bytes not taken")
-        sec = int(left)
-        sock.setsockopt(
-            socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", sec, max(int((left - sec) * 1e6), 1))
-        )
-        try:
-            sent = sock.send(view)
-        except BlockingIOError:  # SO_SNDTIMEO ran out with nothing sent
-            raise WriteTimeout(f"{len(view)} bytes not taken") from None
         view = view[sent:]
 
 
@@ -378,8 +378,9 @@ class RemotingConnection:
         """Writes one or more frames' bytes, in order, within `timeout_s`. A peer that does not take them in
         time, or a socket error, fails the connection (a frame may be cut short); another write holding
         the connection all that time fails only this write's `requests` (opaque, future)."""
-        deadline = time.monotonic() + max(timeout_s, 0.001)
-        if not self._write_lock.acquire(timeout=max(timeout_s, 0.001)):
+        timeout_s = max(timeout_s, 0.001)
+        deadline = time.monotonic() + timeout_s
+        if not self._write_lock.acquire(timeout=timeout_s):
             busy = ConnectionLost(
                 f"{self.address}: another write held the connection for {timeout_s * 1000:.0f} ms"
             )
