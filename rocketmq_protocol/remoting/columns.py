@@ -27,6 +27,7 @@ __all__ = [
     "as_u8",
     "even_step",
     "fixed_width",
+    "fold_rows",
     "gather",
     "hex_upper",
     "host_strings",
@@ -125,8 +126,27 @@ def rows_view(buf: np.ndarray, positions: np.ndarray, width: int) -> np.ndarray:
 
 def rows_at(buf: np.ndarray, positions: np.ndarray, width: int) -> np.ndarray:
     """The `width` bytes at each position, as a contiguous (k, width) uint8 array of its own."""
+    step = even_step(positions)
+    if step is not None and width > 0:
+        first, last = int(positions[0]), int(positions[-1])
+        if first >= 0 and last + width <= len(buf):
+            # evenly stepped rows copied as one `width`-byte item each: about twice as fast as a 2-D copy
+            items = np.ndarray((len(positions),), np.dtype((np.void, width)), buf, first, (step,))
+            return items.copy().view(np.uint8).reshape(len(positions), width)
     rows = rows_view(buf, positions, width)
     return rows if rows.flags.writeable else rows.copy()  # a strided view is read-only: copy it
+
+
+def fold_rows(rows: np.ndarray, op: np.ufunc) -> np.ndarray:
+    """`op` (e.g. np.maximum) over the rows of a (k ≥ 1, width) array, column by column: halves combined
+    pairwise, so each step is one long loop over contiguous memory (`reduce(axis=0)` loops per row)."""
+    while len(rows) > 1:
+        half = len(rows) // 2
+        folded = op(rows[:half], rows[half : 2 * half])
+        if len(rows) % 2:
+            op(folded[0], rows[-1], out=folded[0])
+        rows = folded
+    return rows[0]
 
 
 def view_array(
@@ -241,7 +261,7 @@ def host_strings(ip_rows: np.ndarray, ports: np.ndarray) -> pa.Array:
         return pa.nulls(0, pa.string())
     width = ip_rows.shape[1]
     if width == 4:  # the usual case: compare 32-bit words before building anything
-        ip32 = np.ascontiguousarray(ip_rows).view("<u4").ravel()
+        ip32 = (ip_rows if ip_rows.strides[1] == 1 else np.ascontiguousarray(ip_rows)).view("<u4")[:, 0]
         if (ip32 == ip32[0]).all() and (ports == ports[0]).all():
             return repeat_scalar(
                 binary_scalar(_format_host(bytes(ip_rows[0]), int(ports[0])), pa.string()), n

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..arrow_values import from_numpy
-from .columns import PAD, fixed_width, gather, rows_at, value_offsets, view_array
+from .columns import PAD, fixed_width, fold_rows, gather, rows_at, value_offsets, view_array
 
 __all__ = [
     "CLUSTER",
@@ -268,7 +268,11 @@ def parse_property_rows(
     n, width = rows.shape
     if n < 2 or not width or not UNIFORM_FAST_PATH:
         return None
-    high, low = rows.max(axis=0), rows.min(axis=0)  # per byte column: varies where they differ
+    rows = np.ascontiguousarray(rows)  # folding a strided view of the records loops per row
+    high, low = (
+        fold_rows(rows, np.maximum),
+        fold_rows(rows, np.minimum),
+    )  # per column: varies where they differ
     varies = high != low
     items = _uniform_items(rows[0].tobytes())
     inside = np.zeros(width, dtype=bool)

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rocketmq_protocol.remoting.columns import uniform_value
+from rocketmq_protocol.remoting.columns import fold_rows, rows_at, uniform_value
 from rocketmq_protocol.remoting.errors import BatchDecodeError, MessageDecodeError
 from rocketmq_protocol.remoting.flags import MessageSysFlag
 from rocketmq_protocol.remoting.message_codec import (
@@ -389,3 +389,59 @@ def _reference_join(pieces: list) -> bytes:
 )
 def test_joined_rows_are_each_rows_pieces_back_to_back(pieces: list) -> None:
     assert _join_buffer(pieces).to_pybytes() == _reference_join(pieces)
+
+
+@settings(max_examples=80, deadline=None)
+@given(data=st.data(), n=st.integers(2, 12), width=st.integers(0, 14), body=st.integers(0, 6))
+def test_records_decode_together_as_each_alone(data, n, width, body):
+    """Records whose tails (topic and properties) have one length are read from one compact copy and their
+    properties off the first row where the layouts agree: every column equals each record decoded alone,
+    whatever the separators, names and hosts (a one-record decode takes none of those paths)."""
+    draw = lambda values: data.draw(st.lists(values, min_size=n, max_size=n))  # noqa: E731
+    value = st.text("ab\x01\x02", min_size=width, max_size=width)
+    # any bytes, or one layout ("ab" and "b") whose values may hold separators
+    properties = value if data.draw(st.booleans()) else value.map(lambda v: f"ab\x01{v}\x02b\x01{v[::-1]}")
+    records = encode_stored(
+        topic=pa.array(draw(st.sampled_from(["TA", "TB"])), pa.string()),
+        queue_id=0,
+        queue_offset=np.arange(n, dtype=np.int64),
+        commitlog_offset=np.arange(n, dtype=np.int64) * 300,
+        body=pa.array(draw(st.binary(min_size=body, max_size=body)), pa.binary()),
+        properties=pa.array(draw(properties), pa.string()),
+        born_host=pa.array(["[::1]:7" if v6 else "10.0.0.5:54321" for v6 in draw(st.booleans())]),
+        store_host="10.0.0.9:10911",
+    )
+    ends = [*record_starts(records, [(0, len(records))], 1).tolist()[1:], len(records)]
+    pieces = [records[a:b] for a, b in itertools.pairwise([0, *ends])]
+    for raw_properties in (True, False):
+        together = decode_stored(records, extra_properties=("a",), raw_properties=raw_properties)
+        alone = [decode_stored(p, extra_properties=("a",)) for p in pieces]
+        for name in together.schema.names:
+            if name != "raw_properties" or raw_properties:
+                expect = pa.concat_arrays([b.column(name) for b in alone])
+                assert together.column(name).equals(expect), name
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.integers(1, 70), width=st.integers(1, 9), step=st.integers(0, 5), seed=st.integers(0, 99))
+def test_folded_rows_and_copied_rows(rows, width, step, seed):
+    """`fold_rows` is the column-wise reduction and `rows_at` the byte rows, evenly stepped or not."""
+    buf = np.random.default_rng(seed).integers(0, 256, rows * (width + step) + 3, dtype=np.uint8)
+    positions = np.arange(rows, dtype=np.int64) * (width + step) + 1
+    if seed % 2:  # not evenly stepped: the gathered path
+        positions[-1] -= 1
+    copied = rows_at(buf, positions, width)
+    assert copied.flags.c_contiguous and copied.flags.writeable
+    assert copied.tolist() == [buf[p : p + width].tolist() for p in positions]
+    for op, reduce in ((np.maximum, np.max), (np.minimum, np.min)):
+        assert fold_rows(copied, op).tolist() == reduce(copied, axis=0).tolist()
+
+
+def test_a_last_record_of_another_layout_is_not_read_off_the_first():
+    """Three records of one size whose last has its separator elsewhere: parsed one by one."""
+    props = ["ab\x01xy\x02b\x01z", "ab\x01yx\x02b\x01z", "ab\x01x\x02yb\x01z"]
+    data = encode_stored(topic="T", queue_id=0, queue_offset=np.arange(3), commitlog_offset=np.arange(3) * 100,
+                         body=pa.array([b"x"] * 3), properties=pa.array(props))  # fmt: skip
+    lean = decode_stored(data, extra_properties=("ab", "yb"), raw_properties=False)
+    assert lean.column("ab").to_pylist() == ["xy", "yx", "x"]
+    assert lean.column("yb").to_pylist() == [None, None, "z"]
