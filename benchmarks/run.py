@@ -576,6 +576,12 @@ def spark_measures(
                     topic=WRITE_TOPIC,
                     emulator_pid=emulator_pid,
                 )
+                use = w["cpu_us_per_row"].get("rocketmq", {})
+                log(
+                    f"  discarding writer {w['discard_rows_per_s']:,.0f}, rocketmq {w['rocketmq_rows_per_s']:,.0f} "
+                    f"rows/s; rocketmq's CPU µs per row: emulator {use.get('emulator', 0):.2f}, Python "
+                    f"{use.get('python', 0):.2f}, JVM {use.get('jvm', 0):.2f}"
+                )
                 discard = max(discard, w["discard_rows_per_s"])
                 if w["rocketmq_rows_per_s"] > rocketmq:  # the best run, and its CPU split
                     rocketmq, write_cpu = w["rocketmq_rows_per_s"], w["cpu_us_per_row"]
