@@ -269,11 +269,8 @@ def parse_property_rows(
     if n < 2 or not width or not UNIFORM_FAST_PATH:
         return None
     rows = np.ascontiguousarray(rows)  # folding a strided view of the records loops per row
-    high, low = (
-        fold_rows(rows, np.maximum),
-        fold_rows(rows, np.minimum),
-    )  # per column: varies where they differ
-    varies = high != low
+    high, low = fold_rows(rows, np.maximum), fold_rows(rows, np.minimum)
+    varies = high != low  # per byte column: where the rows differ
     items = _uniform_items(rows[0].tobytes())
     inside = np.zeros(width, dtype=bool)
     for _, _, vs, vl in items:
