@@ -109,32 +109,45 @@ def even_step(positions: np.ndarray) -> int | None:
     return step if (np.diff(positions) == step).all() else None
 
 
-def rows_view(buf: np.ndarray, positions: np.ndarray, width: int) -> np.ndarray:
-    """The `width` bytes at each position as a (k, width) uint8 array: a read-only strided view of `buf`
-    when the positions step evenly (no copy), else a copy gathered with one memcpy per row."""
+def _stepped(buf: np.ndarray, positions: np.ndarray, width: int) -> tuple[int, int] | None:
+    """(first position, step) when the positions step evenly and every row lies inside `buf`, else None."""
     step = even_step(positions)
-    if step is not None:
-        first, last = int(positions[0]), int(positions[-1])
-        if first >= 0 and last + width <= len(buf):
-            return np.lib.stride_tricks.as_strided(
-                buf[first:], shape=(len(positions), width), strides=(step, 1), writeable=False
-            )
+    if step is None:
+        return None
+    first, last = int(positions[0]), int(positions[-1])
+    return (first, step) if first >= 0 and last + width <= len(buf) else None
+
+
+def _gathered(buf: np.ndarray, positions: np.ndarray, width: int) -> np.ndarray:
+    """The `width` bytes at each position, copied with one memcpy per row."""
     count = max(len(buf) - width + 1, 0)
     items = np.ndarray(shape=(count,), dtype=np.dtype((np.void, width)), buffer=buf, offset=0, strides=(1,))
     return items[positions].view(np.uint8).reshape(len(positions), width)
 
 
+def rows_view(buf: np.ndarray, positions: np.ndarray, width: int) -> np.ndarray:
+    """The `width` bytes at each position as a (k, width) uint8 array: a read-only strided view of `buf`
+    when the positions step evenly (no copy), else a copy gathered with one memcpy per row."""
+    stepped = _stepped(buf, positions, width)
+    if stepped is None:
+        return _gathered(buf, positions, width)
+    first, step = stepped
+    return np.lib.stride_tricks.as_strided(
+        buf[first:], shape=(len(positions), width), strides=(step, 1), writeable=False
+    )
+
+
 def rows_at(buf: np.ndarray, positions: np.ndarray, width: int) -> np.ndarray:
     """The `width` bytes at each position, as a contiguous (k, width) uint8 array of its own."""
-    step = even_step(positions)
-    if step is not None and width > 0:
-        first, last = int(positions[0]), int(positions[-1])
-        if first >= 0 and last + width <= len(buf):
-            # evenly stepped rows copied as one `width`-byte item each: about twice as fast as a 2-D copy
-            items = np.ndarray((len(positions),), np.dtype((np.void, width)), buf, first, (step,))
-            return items.copy().view(np.uint8).reshape(len(positions), width)
-    rows = rows_view(buf, positions, width)
-    return rows if rows.flags.writeable else rows.copy()  # a strided view is read-only: copy it
+    stepped = _stepped(buf, positions, width)
+    if stepped is None:
+        return _gathered(buf, positions, width)
+    if width == 0:
+        return np.empty((len(positions), 0), np.uint8)
+    # evenly stepped rows copied as one `width`-byte item each: about twice as fast as a 2-D copy
+    first, step = stepped
+    items = np.ndarray((len(positions),), np.dtype((np.void, width)), buf, first, (step,))
+    return items.copy().view(np.uint8).reshape(len(positions), width)
 
 
 def fold_rows(rows: np.ndarray, op: np.ufunc) -> np.ndarray:
