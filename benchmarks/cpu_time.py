@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import psutil
 
 GROUPS = ("emulator", "python", "jvm")
+_LOG_NAME = {"emulator": "emulator", "python": "Python", "jvm": "JVM"}
 SPARK_MAIN = "org.apache.spark.deploy.SparkSubmit"
 
 
@@ -81,15 +82,25 @@ def best_with_cpu(
     emulator_pid: int | Collection[int] | None,
     items: int,
     cpu: dict[str, float],
+    on_run: Callable[[float, dict[str, float]], None] | None = None,
 ) -> float:
-    """max(best, measure()); when the new run is the best, `cpu` becomes its CPU µs per item per group."""
+    """max(best, measure()); when the new run is the best, `cpu` becomes its CPU µs per item per group.
+    `on_run` is handed every run's rate and CPU split (to log them)."""
     with measured(emulator_pid) as use:
         rate = measure()
+    spent = use.per_item_us(items)
+    if on_run is not None:
+        on_run(rate, spent)
     if rate > best:
         cpu.clear()
-        cpu.update(use.per_item_us(items))
+        cpu.update(spent)
         return rate
     return best
+
+
+def split_text(spent: dict[str, float]) -> str:
+    """A run's CPU µs per item as the benchmark log prints it."""
+    return ", ".join(f"{_LOG_NAME[g]} {spent.get(g, 0.0):.2f}" for g in GROUPS)
 
 
 @dataclass

@@ -43,7 +43,7 @@ from benchmarks import (
     spark_reads,
     stacks,
 )
-from benchmarks.cpu_time import client_cpu, measured
+from benchmarks.cpu_time import best_with_cpu, client_cpu, measured, split_text
 from benchmarks.latency_floor import latency_floor
 from benchmarks.raw_throughput import (
     READ_TASK_PULL,
@@ -512,15 +512,16 @@ def spark_measures(
             for r in range(args.repeat):  # interleaved, so a burst of load elsewhere hits one run of each
                 for key, (label, read) in reads.items():
                     log(f"{label} (run {r + 1} of {args.repeat})")
-                    with measured(emulator_pid) as use:
-                        rate = read()
-                    spent = use.per_item_us(n)
-                    log(
-                        f"  {rate:,.0f} msgs/s; CPU µs per message: emulator {spent['emulator']:.2f}, Python "
-                        f"{spent['python']:.2f}, JVM {spent['jvm']:.2f}"
+                    best[key] = best_with_cpu(
+                        best[key],
+                        read,
+                        emulator_pid,
+                        n,
+                        read_cpu[key],
+                        lambda rate, spent: log(
+                            f"  {rate:,.0f} msgs/s; CPU µs per message: {split_text(spent)}"
+                        ),
                     )
-                    if rate > best[key]:
-                        best[key], read_cpu[key] = rate, spent
             ceiling, batch, stream_ceiling, stream = (
                 best[k] for k in ("ceiling", "gRPC", "stream ceiling", "stream")
             )
@@ -584,8 +585,7 @@ def spark_measures(
                 use = w["cpu_us_per_row"].get("rocketmq", {})
                 log(
                     f"  discarding writer {w['discard_rows_per_s']:,.0f}, rocketmq {w['rocketmq_rows_per_s']:,.0f} "
-                    f"rows/s; rocketmq's CPU µs per row: emulator {use.get('emulator', 0):.2f}, Python "
-                    f"{use.get('python', 0):.2f}, JVM {use.get('jvm', 0):.2f}"
+                    f"rows/s; rocketmq's CPU µs per row: {split_text(use)}"
                 )
                 discard = max(discard, w["discard_rows_per_s"])
                 if w["rocketmq_rows_per_s"] > rocketmq:  # the best run, and its CPU split
