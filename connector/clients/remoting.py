@@ -42,11 +42,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rocketmq_protocol.arrow_values import (
-    binary_scalar,
     bool_values,
     from_numpy,
     int64_values,
-    repeat_scalar,
     string_array,
 )
 from rocketmq_protocol.hashing import java_string_hash
@@ -415,7 +413,7 @@ class RemotingClient(RocketMQClient):
         sub = self._sub_pull(queue, offset, 1, TIME_PROBE_GROUP, None, timeout_ms, 0, 0)
         if sub.status != PullStatus.FOUND or not len(sub.body):
             return None
-        batch = decode_stored(sub.body, derive=False)
+        batch = decode_stored(sub.body, derive=False, columns=("queue_offset", "store_timestamp"))
         if not batch.num_rows or batch.column("queue_offset")[0].as_py() != offset:
             return None
         return batch.column("store_timestamp").cast(pa.int64())[0].as_py()
@@ -859,20 +857,6 @@ def _pull_frame_head(ext: dict[str, str], opaque: int) -> bytes:
     return encode_request(RequestCode.PULL_MESSAGE, ext, b"", opaque)
 
 
-def _strip_ports(hosts: pa.Array) -> pa.Array:
-    """ "ip:port" / "[v6]:port" → "ip" / "v6" (what Apache's proxy gives gRPC consumers as born_host); each
-    distinct host is rewritten once."""
-    if not len(hosts):
-        return hosts
-    same = uniform_value(hosts)  # one producer host (the usual pull): one rewrite, repeated
-    if same is not None:
-        host = same.decode("utf-8", "replace").rpartition(":")[0].strip("[]")
-        return repeat_scalar(binary_scalar(host, pa.string()), len(hosts))
-    enc = pc.dictionary_encode(hosts)
-    plain = [h.rpartition(":")[0].strip("[]") for h in enc.dictionary.to_pylist()]  # nulls: in the indices
-    return pc.take(string_array(plain), enc.indices)
-
-
 def _tag_codes(tags: pa.Array) -> pa.Array:
     if tags.null_count == len(tags):
         return from_numpy(np.zeros(len(tags), np.int32))
@@ -884,6 +868,13 @@ def _tag_codes(tags: pa.Array) -> pa.Array:
     return pc.fill_null(pc.take(codes, enc.indices), 0)
 
 
+#: What `stored_to_table` reads of `decode_stored`'s columns.
+_READ_COLUMNS = (
+    "queue_offset", "message_id", "tags", "keys", "body", "properties", "born_timestamp", "store_timestamp",
+    "born_host", "reconsume_times", "message_group", "delivery_timestamp", "sysflag",
+)  # fmt: skip
+
+
 def stored_to_table(
     bodies: Sequence[memoryview | bytes], flt: FilterSpec | None = None, *, dedupe: bool = False
 ) -> pa.Table:
@@ -892,10 +883,13 @@ def stored_to_table(
     Columns come from the codec's `decode_stored` (message id = UNIQ_KEY, else the offset id; tags, keys,
     message group, delivery time and user properties from the properties); `born_host` is the
     `__BORNHOST` property a 5.x proxy sets for gRPC producers, else the stored born host without its port;
+    only the columns the table keeps are decoded;
     `dedupe` drops rows whose offset is not above every earlier row's (overlapping answers); a tag filter
     keeps the exact tags only.
     """
-    batch = decode_stored(bodies, extra_properties=(_BORN_HOST,), raw_properties=False)
+    batch = decode_stored(
+        bodies, extra_properties=(_BORN_HOST,), raw_properties=False, columns=_READ_COLUMNS, host_ports=False
+    )
     offsets = batch.column("queue_offset")
     if dedupe and len(offsets) > 1:
         arr = int64_values(offsets)
@@ -910,7 +904,7 @@ def stored_to_table(
             batch = batch.filter(mask)
     n = batch.num_rows
     col = batch.column
-    born_host = _strip_ports(col("born_host"))
+    born_host = col("born_host")
     given = col(_BORN_HOST)
     if given.null_count < n:
         born_host = pc.coalesce(given, born_host)

@@ -258,42 +258,47 @@ def hex_upper(raw: np.ndarray) -> np.ndarray:
     return pairs.view(np.uint8).reshape(raw.shape[0], raw.shape[1] * 2)
 
 
-def _format_host(ip: bytes, port: int) -> str:
+def _format_host(ip: bytes, port: int | None) -> str:
     addr = ipaddress.ip_address(ip)
+    if port is None:
+        return str(addr)
     return f"{addr}:{port}" if addr.version == 4 else f"[{addr}]:{port}"
 
 
-def host_strings(ip_rows: np.ndarray, ports: np.ndarray) -> pa.Array:
-    """ "ip:port" strings ("[v6]:port" for IPv6) from rows of 4 or 16 address bytes and int ports.
+def host_strings(ip_rows: np.ndarray, ports: np.ndarray | None) -> pa.Array:
+    """ "ip:port" strings ("[v6]:port" for IPv6) from rows of 4 or 16 address bytes and int ports; without
+    `ports`, the address alone ("ip", IPv6 compressed without brackets).
 
     Hosts repeat (one broker, a few producers), so each distinct host is formatted once in Python and
     the column is a `take` of those strings.
     """
-    n = len(ports)
+    n = len(ip_rows)
     if n == 0:
         return pa.nulls(0, pa.string())
-    width = ip_rows.shape[1]
+    width, with_port = ip_rows.shape[1], ports is not None
+    port_col = ports if ports is not None else np.zeros(n, np.int32)
+
+    def text(key: bytes) -> str:  # address bytes, then the big-endian port
+        return _format_host(
+            key[:width], int.from_bytes(key[width:], "big", signed=True) if with_port else None
+        )
+
     if width == 4:  # the usual case: compare 32-bit words before building anything
         ip32 = (ip_rows if ip_rows.strides[1] == 1 else np.ascontiguousarray(ip_rows)).view("<u4")[:, 0]
-        if (ip32 == ip32[0]).all() and (ports == ports[0]).all():
-            return repeat_scalar(
-                binary_scalar(_format_host(bytes(ip_rows[0]), int(ports[0])), pa.string()), n
-            )
+        if (ip32 == ip32[0]).all() and (port_col == port_col[0]).all():
+            key = bytes(ip_rows[0]) + int(port_col[0]).to_bytes(4, "big", signed=True)
+            return repeat_scalar(binary_scalar(text(key), pa.string()), n)
     keyed = np.empty((n, width + 4), dtype=np.uint8)
     keyed[:, :width] = ip_rows
-    keyed[:, width:] = ports.astype(">i4").view(np.uint8).reshape(n, 4)
+    keyed[:, width:] = port_col.astype(">i4").view(np.uint8).reshape(n, 4)
     if (keyed == keyed[0]).all():
-        return repeat_scalar(binary_scalar(_format_host(bytes(ip_rows[0]), int(ports[0])), pa.string()), n)
+        return repeat_scalar(binary_scalar(text(keyed[0].tobytes()), pa.string()), n)
     if width == 4:
-        key = from_numpy(keyed.view("<u8").ravel())
+        keys = from_numpy(keyed.view("<u8").ravel())
     else:  # IPv6: 20-byte keys
-        key = pa.FixedSizeBinaryArray.from_buffers(pa.binary(width + 4), n, [None, pa.py_buffer(keyed)])
-    enc = pc.dictionary_encode(key)
-    uniques = enc.dictionary.to_pylist()
-    strings = []
-    for u in uniques:
-        raw = u.to_bytes(8, "little") if isinstance(u, int) else u
-        strings.append(_format_host(raw[:width], int.from_bytes(raw[width:], "big", signed=True)))
+        keys = pa.FixedSizeBinaryArray.from_buffers(pa.binary(width + 4), n, [None, pa.py_buffer(keyed)])
+    enc = pc.dictionary_encode(keys)
+    strings = [text(u.to_bytes(8, "little") if isinstance(u, int) else u) for u in enc.dictionary.to_pylist()]
     return pc.take(string_array(strings), enc.indices)
 
 

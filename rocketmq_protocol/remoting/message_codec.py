@@ -17,7 +17,7 @@ import functools
 import itertools
 import struct
 import zlib
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -296,6 +296,8 @@ def decode_stored(
     derive: bool = True,
     extra_properties: Sequence[str] = (),
     raw_properties: bool = True,
+    columns: Collection[str] | None = None,
+    host_ports: bool = True,
 ) -> pa.RecordBatch:
     """Pull-response bodies (each a run of stored messages) → one RecordBatch of `STORED_SCHEMA`.
 
@@ -306,6 +308,9 @@ def decode_stored(
     string columns of those names, read in the same pass over the properties (hidden names included).
     `raw_properties=False`: the raw_properties column may come back null (callers that only read the
     parsed columns), which spares a copy of every property string when they have one layout.
+    `columns`: only these of the schema's columns are decoded and returned (in schema order, followed by
+    the extra properties); a reader that drops the others spares their decoding (the default: all).
+    `host_ports=False`: born_host and store_host hold the address alone ("ip", IPv6 without brackets).
 
     Derived columns: message_id = UNIQ_KEY, else the offset message id (store host + commit-log offset);
     tags = TAGS; keys = KEYS split on spaces (empty tokens dropped); message_group = __SHARDINGKEY;
@@ -318,6 +323,10 @@ def decode_stored(
     signed and fails past 127); inner-batch records (sysflag INNER_BATCH) are not unwrapped; any
     malformed record raises MessageDecodeError instead of silently dropping the rest of the body.
     """
+    wanted = STORED_SCHEMA.names if columns is None else list(columns)
+    unknown = sorted(set(wanted) - set(STORED_SCHEMA.names))
+    if unknown:
+        raise ValueError(f"decode_stored: no column {unknown}; the columns are {STORED_SCHEMA.names}")
     buf, spans = _concat(bodies)
     starts = record_starts(buf, spans, _MIN_STORED)
     return _decode_records(
@@ -327,48 +336,57 @@ def decode_stored(
         derive=derive,
         extra_names=tuple(extra_properties),
         raw_properties=raw_properties,
+        wanted=frozenset(wanted),
+        host_ports=host_ports,
     )
 
 
-def _decode_records(
-    buf: np.ndarray,
-    starts: np.ndarray,
-    *,
-    decompress: bool,
-    derive: bool,
-    extra_names: tuple[str, ...] = (),
-    raw_properties: bool = True,
-) -> pa.RecordBatch:
-    n = len(starts)
-    schema = STORED_SCHEMA
-    for name in extra_names:
-        schema = schema.append(pa.field(name, pa.string()))
-    if n == 0:
-        return pa.RecordBatch.from_pylist([], schema=schema)
-    # Every record is at least _MIN_STORED bytes, so the IPv4 layout's 88 bytes can be read for all of them;
-    # records with an IPv6 host are read again with their own layout.
-    v4 = _LAYOUTS[(False, False)]
-    # One pass over the records copies their heads; the fields below are read from that compact copy (reading
-    # each field through a strided view of the whole buffer costs one cache miss per record per field).
-    raw = rows_at(buf, starts, v4.itemsize)
-    rec = raw.view(v4).reshape(-1)
-    magic = rec["magic"].astype(np.int32)
-    bad = np.flatnonzero((magic != MAGIC_V1) & (magic != MAGIC_V2))
-    if len(bad):
-        i = int(bad[0])
-        raise MessageDecodeError(
-            f"record {i} at offset {int(starts[i])} has magic code {int(magic[i]) & 0xFFFFFFFF:#x}"
-        )
-    sysflag = rec["sysflag"].astype(np.int32)
-    names = ("size", "crc", "queue_id", "flag", "queue_offset", "commitlog_offset", "born_ts", "born_port",
-             "store_ts", "store_port", "reconsume", "prepared", "body_len")  # fmt: skip
-    cols = {name: rec[name].astype(v4[name].newbyteorder("=")) for name in names}
-    born_ip, store_ip = raw[:, 48:52], raw[:, 64:68]  # rows of address bytes: 4 wide while no host is IPv6
-    head_len = np.full(n, v4.itemsize, dtype=np.int64)
-    layout = ((sysflag >> 4) & 1) | ((sysflag >> 4) & 2)  # bit 0 born v6, bit 1 store v6
-    if layout.any():
-        born_ip, store_ip = _widened(born_ip), _widened(store_ip)
-        sizes = cols["size"]
+#: The record head's fixed-width fields (`_tail_dtype`), read as native integers when a column needs them.
+_HEAD_FIELDS = ("size", "crc", "queue_id", "flag", "queue_offset", "commitlog_offset", "born_ts", "born_port",
+                "store_ts", "store_port", "reconsume", "prepared", "body_len")  # fmt: skip
+#: Schema columns copied from one head field.
+_FIELD_COLUMNS = {
+    "queue_id": ("queue_id", pa.int32()),
+    "queue_offset": ("queue_offset", pa.int64()),
+    "commitlog_offset": ("commitlog_offset", pa.int64()),
+    "flag": ("flag", pa.int32()),
+    "body_crc": ("crc", pa.int32()),
+    "born_timestamp": ("born_ts", pa.int64()),
+    "store_timestamp": ("store_ts", pa.int64()),
+    "reconsume_times": ("reconsume", pa.int32()),
+    "prepared_transaction_offset": ("prepared", pa.int64()),
+}
+_DERIVED = frozenset(("message_id", "tags", "keys", "message_group", "delivery_timestamp", "properties"))
+
+
+class _Heads:
+    """The records' fixed-width heads: one compact copy in the IPv4 layout, records with an IPv6 host read
+    again in theirs; each field converted to a native integer column once, when first asked for."""
+
+    def __init__(self, buf: np.ndarray, starts: np.ndarray) -> None:
+        v4 = _LAYOUTS[(False, False)]
+        # Every record is at least _MIN_STORED bytes, so the IPv4 layout's 88 bytes can be read for all of
+        # them. One pass copies the heads; fields are read from that copy (reading each through a strided view
+        # of the whole buffer costs one cache miss per record per field).
+        self.raw = rows_at(buf, starts, v4.itemsize)
+        self.rec = self.raw.view(v4).reshape(-1)
+        self.magic = self.rec["magic"].astype(np.int32)
+        bad = np.flatnonzero((self.magic != MAGIC_V1) & (self.magic != MAGIC_V2))
+        if len(bad):
+            i = int(bad[0])
+            raise MessageDecodeError(
+                f"record {i} at offset {int(starts[i])} has magic code {int(self.magic[i]) & 0xFFFFFFFF:#x}"
+            )
+        self.sysflag = self.rec["sysflag"].astype(np.int32)
+        self.born_ip, self.store_ip = self.raw[:, 48:52], self.raw[:, 64:68]  # 4 wide while no host is IPv6
+        self.head_len = np.full(len(starts), v4.itemsize, dtype=np.int64)
+        self._fields: dict[str, np.ndarray] = {}
+        self._v6: list[tuple[np.ndarray, np.ndarray]] = []  # (rows, their heads) per IPv6 layout
+        layout = ((self.sysflag >> 4) & 1) | ((self.sysflag >> 4) & 2)  # bit 0 born v6, bit 1 store v6
+        if not layout.any():
+            return
+        self.born_ip, self.store_ip = _widened(self.born_ip), _widened(self.store_ip)
+        sizes = self.field("size")
         for code in (1, 2, 3):
             rows = np.flatnonzero(layout == code)
             if not len(rows):
@@ -380,20 +398,52 @@ def _decode_records(
                 _layout_error(
                     short,
                     starts,
-                    f"TOTALSIZE too small for its host fields (sysflag {int(sysflag[short[0]]):#x})",
+                    f"TOTALSIZE too small for its host fields (sysflag {int(self.sysflag[short[0]]):#x})",
                 )
             raw6 = rows_at(buf, starts[rows], dt.itemsize)
-            rec6 = raw6.view(dt).reshape(-1)
-            for name in names:
-                cols[name][rows] = rec6[name]
+            self._v6.append((rows, raw6.view(dt).reshape(-1)))
             bw, sw = (16 if b6 else 4), (16 if s6 else 4)
-            born_ip[rows, :bw] = raw6[:, 48 : 48 + bw]
-            store_ip[rows, :sw] = raw6[:, 60 + bw : 60 + bw + sw]
-            head_len[rows] = dt.itemsize
+            self.born_ip[rows, :bw] = raw6[:, 48 : 48 + bw]
+            self.store_ip[rows, :sw] = raw6[:, 60 + bw : 60 + bw + sw]
+            self.head_len[rows] = dt.itemsize
+        for name in self._fields:
+            self._patch(name)
 
-    body_len = cols["body_len"].astype(np.int64)
-    body_start = starts + head_len
-    record_end = starts + cols["size"]
+    def field(self, name: str) -> np.ndarray:
+        """One head field of every record, native-endian."""
+        col = self._fields.get(name)
+        if col is None:
+            col = self._fields[name] = self.rec[name].astype(self.rec.dtype[name].newbyteorder("="))
+            self._patch(name)
+        return col
+
+    def _patch(self, name: str) -> None:
+        for rows, rec6 in self._v6:
+            self._fields[name][rows] = rec6[name]
+
+
+def _decode_records(
+    buf: np.ndarray,
+    starts: np.ndarray,
+    *,
+    decompress: bool,
+    derive: bool,
+    extra_names: tuple[str, ...] = (),
+    raw_properties: bool = True,
+    wanted: frozenset[str] = frozenset(STORED_SCHEMA.names),
+    host_ports: bool = True,
+) -> pa.RecordBatch:
+    n = len(starts)
+    schema = pa.schema([f for f in STORED_SCHEMA if f.name in wanted])
+    for name in extra_names:
+        schema = schema.append(pa.field(name, pa.string()))
+    if n == 0:
+        return pa.RecordBatch.from_pylist([], schema=schema)
+    heads = _Heads(buf, starts)
+    magic, sysflag = heads.magic, heads.sysflag
+    body_len = heads.field("body_len").astype(np.int64)
+    body_start = starts + heads.head_len
+    record_end = starts + heads.field("size")
     topic_pos = body_start + body_len
     v2 = magic == MAGIC_V2
     bad = np.flatnonzero((body_len < 0) | (topic_pos + 1 + v2 + 2 > record_end))
@@ -416,103 +466,113 @@ def _decode_records(
     if len(bad):
         _layout_error(bad, starts, "PROPLEN does not end at TOTALSIZE")
 
-    # Bodies: views into the input; inflated bodies get a buffer of their own.
-    buffers = [buf]
-    body_buffer_index = None
-    body_start_col, body_len_col = body_start, body_len
+    arrays: dict[str, pa.Array] = {}
     out_sysflag = sysflag
     if decompress:
         zipped = np.flatnonzero(sysflag & MessageSysFlag.COMPRESSED)
         if len(zipped):
-            inflated = [
-                _inflate(buf, int(body_start[i]), int(body_len[i]), int(sysflag[i]), int(i)) for i in zipped
-            ]
-            extra = np.zeros(sum(map(len, inflated)) + PAD, dtype=np.uint8)
-            lengths = np.array([len(x) for x in inflated], dtype=np.int64)
-            offs = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-            for o, x in zip(offs, inflated, strict=True):
-                extra[o : o + len(x)] = np.frombuffer(x, dtype=np.uint8)
-            buffers = [buf, extra]
-            body_buffer_index = np.zeros(n, dtype=np.int32)
-            body_buffer_index[zipped] = 1
-            body_start_col = body_start.copy()
-            body_len_col = body_len.copy()
-            body_start_col[zipped] = offs
-            body_len_col[zipped] = lengths
             out_sysflag = sysflag & ~np.int32(MessageSysFlag.COMPRESSED)
-    body = view_array(pa.binary(), buffers, body_start_col, body_len_col, body_buffer_index)
+    if "body" in wanted:
+        arrays["body"] = _bodies(buf, body_start, body_len, sysflag if decompress else None)
+    if "topic" in wanted:
+        arrays["topic"] = _repeated_or_views(tail, topic_start, topic_len)
+    for column, (field, typ) in _FIELD_COLUMNS.items():
+        if column in wanted:
+            arrays[column] = from_numpy(heads.field(field), typ)
+            if typ == pa.int64() and column.endswith("timestamp"):
+                arrays[column] = arrays[column].view(_TS)
+    if "sysflag" in wanted:
+        arrays["sysflag"] = from_numpy(out_sysflag, pa.int32())
 
-    topic = _repeated_or_views(tail, topic_start, topic_len)
+    derived = derive and bool(wanted & _DERIVED)
     parsed = None
-    wanted = (*WELL_KNOWN, *(name for name in extra_names if name not in WELL_KNOWN))
-    if (derive or extra_names) and not raw_properties and (props_len == props_len[0]).all():
+    property_names = (*WELL_KNOWN, *(name for name in extra_names if name not in WELL_KNOWN))
+    keep_raw = raw_properties and "raw_properties" in wanted
+    if (derived or extra_names) and not keep_raw and (props_len == props_len[0]).all():
         # one property layout: parsed as rows of one width
-        parsed = parse_property_rows(rows_at(tail, props_start, int(props_len[0])), wanted)
-    raw_props = (
-        view_array(pa.string(), [tail], props_start, props_len)
-        if raw_properties or parsed is None
-        else pa.nulls(n, pa.string())
-    )
-    born_v6 = (sysflag & MessageSysFlag.BORNHOST_V6) != 0
+        parsed = parse_property_rows(rows_at(tail, props_start, int(props_len[0])), property_names)
+    raw_props = None
+    if keep_raw or ((derived or extra_names) and parsed is None):
+        raw_props = view_array(pa.string(), [tail], props_start, props_len)
+    if "raw_properties" in wanted:
+        arrays["raw_properties"] = raw_props if raw_props is not None else pa.nulls(n, pa.string())
     store_v6 = (sysflag & MessageSysFlag.STOREHOST_V6) != 0
-    born_host = _hosts(born_ip, cols["born_port"], born_v6)
-    store_host = _hosts(store_ip, cols["store_port"], store_v6)
+    if "born_host" in wanted:
+        born_v6 = (sysflag & MessageSysFlag.BORNHOST_V6) != 0
+        arrays["born_host"] = _hosts(heads.born_ip, heads.field("born_port") if host_ports else None, born_v6)
+    if "store_host" in wanted:
+        ports = heads.field("store_port") if host_ports else None
+        arrays["store_host"] = _hosts(heads.store_ip, ports, store_v6)
 
     def offset_ids(rows: np.ndarray | None = None) -> pa.Array:
         sel = slice(None) if rows is None else rows
         return _offset_ids(
-            store_ip[sel], cols["store_port"][sel], cols["commitlog_offset"][sel], store_v6[sel]
+            heads.store_ip[sel],
+            heads.field("store_port")[sel],
+            heads.field("commitlog_offset")[sel],
+            store_v6[sel],
         )
 
-    arrays: dict[str, pa.Array] = {
-        "topic": topic,
-        "queue_id": from_numpy(cols["queue_id"], pa.int32()),
-        "queue_offset": from_numpy(cols["queue_offset"], pa.int64()),
-        "commitlog_offset": from_numpy(cols["commitlog_offset"], pa.int64()),
-        "sysflag": from_numpy(out_sysflag, pa.int32()),
-        "flag": from_numpy(cols["flag"], pa.int32()),
-        "body_crc": from_numpy(cols["crc"], pa.int32()),
-        "born_timestamp": from_numpy(cols["born_ts"], pa.int64()).view(_TS),
-        "born_host": born_host,
-        "store_timestamp": from_numpy(cols["store_ts"], pa.int64()).view(_TS),
-        "store_host": store_host,
-        "reconsume_times": from_numpy(cols["reconsume"], pa.int32()),
-        "prepared_transaction_offset": from_numpy(cols["prepared"], pa.int64()),
-        "body": body,
-        "raw_properties": raw_props,
-    }
-    if derive or extra_names:
+    if derived or extra_names:
         if parsed is None:
-            parsed = parse_properties_column(raw_props, names=wanted)
-        v = parsed.values
+            assert raw_props is not None
+            parsed = parse_properties_column(raw_props, names=property_names)
         for name in extra_names:
-            arrays[name] = v[name]
-    if derive:
-        uniq = v[UNIQ_KEY]
-        if uniq.null_count:  # offset message ids only where a message has no UNIQ_KEY
-            present_mask = bool_values(uniq.is_valid())
-            missing = np.flatnonzero(~present_mask)
-            ids = pa.concat_arrays([uniq.drop_null(), offset_ids(missing)])
-            present = np.flatnonzero(present_mask)
-            uniq = pc.take(ids, np.argsort(np.concatenate([present, missing]), kind="stable"))
-        arrays["message_id"] = uniq
+            arrays[name] = parsed.values[name]
+    if derived:
+        assert parsed is not None
+        v = parsed.values
+        if "message_id" in wanted:
+            uniq = v[UNIQ_KEY]
+            if uniq.null_count:  # offset message ids only where a message has no UNIQ_KEY
+                present_mask = bool_values(uniq.is_valid())
+                missing = np.flatnonzero(~present_mask)
+                ids = pa.concat_arrays([uniq.drop_null(), offset_ids(missing)])
+                present = np.flatnonzero(present_mask)
+                uniq = pc.take(ids, np.argsort(np.concatenate([present, missing]), kind="stable"))
+            arrays["message_id"] = uniq
         arrays["tags"] = v[TAGS]
-        arrays["keys"] = _split_keys(v[KEYS])
         arrays["message_group"] = v[SHARDING_KEY]
-        arrays["delivery_timestamp"] = _delivery(v[TIMER_DELIVER_MS], v[TIMER_OUT_MS], v[START_DELIVER_TIME])
+        if "keys" in wanted:
+            arrays["keys"] = _split_keys(v[KEYS])
+        if "delivery_timestamp" in wanted:
+            arrays["delivery_timestamp"] = _delivery(
+                v[TIMER_DELIVER_MS], v[TIMER_OUT_MS], v[START_DELIVER_TIME]
+            )
         arrays["properties"] = parsed.others
     else:
-        arrays["message_id"] = offset_ids()
-        arrays["tags"] = pa.nulls(n, pa.string())
+        if "message_id" in wanted:
+            arrays["message_id"] = offset_ids()
+        arrays["tags"] = arrays["message_group"] = pa.nulls(n, pa.string())
         arrays["keys"] = pa.ListArray.from_arrays(
             from_numpy(np.zeros(n + 1, np.int32)), pa.nulls(0, pa.string())
         )
-        arrays["message_group"] = pa.nulls(n, pa.string())
         arrays["delivery_timestamp"] = pa.nulls(n, _TS)
         arrays["properties"] = pa.MapArray.from_arrays(
             from_numpy(np.zeros(n + 1, np.int32)), pa.nulls(0, pa.string()), pa.nulls(0, pa.string())
         )
     return pa.RecordBatch.from_arrays([arrays[f.name] for f in schema], schema=schema)
+
+
+def _bodies(buf: np.ndarray, start: np.ndarray, length: np.ndarray, sysflag: np.ndarray | None) -> pa.Array:
+    """The body column: views into the input; with `sysflag`, COMPRESSED bodies inflated into a buffer of
+    their own."""
+    zipped = np.flatnonzero(sysflag & MessageSysFlag.COMPRESSED) if sysflag is not None else ()
+    if not len(zipped):
+        return view_array(pa.binary(), [buf], start, length)
+    assert sysflag is not None
+    inflated = [_inflate(buf, int(start[i]), int(length[i]), int(sysflag[i]), int(i)) for i in zipped]
+    extra = np.zeros(sum(map(len, inflated)) + PAD, dtype=np.uint8)
+    lengths = np.array([len(x) for x in inflated], dtype=np.int64)
+    offs = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    for o, x in zip(offs, inflated, strict=True):
+        extra[o : o + len(x)] = np.frombuffer(x, dtype=np.uint8)
+    index = np.zeros(len(start), dtype=np.int32)
+    index[zipped] = 1
+    start, length = start.copy(), length.copy()
+    start[zipped] = offs
+    length[zipped] = lengths
+    return view_array(pa.binary(), [buf, extra], start, length, index)
 
 
 def _widened(ip: np.ndarray) -> np.ndarray:
@@ -569,14 +629,18 @@ def _repeated_or_views(buf: np.ndarray, start: np.ndarray, length: np.ndarray) -
     return view_array(pa.string(), [buf], start, length)
 
 
-def _hosts(ip: np.ndarray, port: np.ndarray, v6: np.ndarray) -> pa.Array:
+def _hosts(ip: np.ndarray, port: np.ndarray | None, v6: np.ndarray) -> pa.Array:
+    """Host strings of rows of address bytes; without `port`, the address alone."""
     if not v6.any():
         return host_strings(ip[:, :4], port)
     if v6.all():
         return host_strings(ip, port)
     four, six = np.flatnonzero(~v6), np.flatnonzero(v6)
-    both = pa.concat_arrays([host_strings(ip[four, :4], port[four]), host_strings(ip[six], port[six])])
-    return pc.take(both, np.argsort(np.concatenate([four, six]), kind="stable"))
+    parts = [
+        host_strings(ip[rows, :width], None if port is None else port[rows])
+        for rows, width in ((four, 4), (six, 16))
+    ]
+    return pc.take(pa.concat_arrays(parts), np.argsort(np.concatenate([four, six]), kind="stable"))
 
 
 def _offset_ids(ip: np.ndarray, port: np.ndarray, offset: np.ndarray, v6: np.ndarray) -> pa.Array:

@@ -18,6 +18,7 @@ from rocketmq_protocol.remoting.flags import MessageSysFlag
 from rocketmq_protocol.remoting.message_codec import (
     LOCKSTEP_MIN_SPANS,
     MAGIC_V2,
+    STORED_SCHEMA,
     _join_buffer,
     decode_batch,
     decode_stored,
@@ -96,6 +97,34 @@ def test_stored_round_trip(msgs):
         assert magics[0] == MAGIC_V2
     # split across several bodies: same rows
     assert decode_stored([data[: len(data)], b""]).num_rows == len(msgs)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    msgs=st.lists(messages, min_size=1, max_size=8),
+    columns=st.lists(st.sampled_from(STORED_SCHEMA.names), unique=True),
+    derive=st.booleans(),
+    raw=st.booleans(),
+)
+def test_chosen_columns_decode_as_in_the_full_batch(msgs, columns, derive, raw):
+    """Whichever columns are asked for come back in schema order, each equal to the full decode's; without
+    ports, hosts are the full decode's addresses (IPv6 without brackets)."""
+    data = encode(msgs)
+    full = decode_stored(data, derive=derive, extra_properties=("u",))
+    part = decode_stored(data, derive=derive, extra_properties=("u",), raw_properties=raw, columns=columns)
+    assert part.schema.names == [n for n in STORED_SCHEMA.names if n in columns] + ["u"]
+    for name in part.schema.names:
+        if name != "raw_properties" or raw:
+            assert part.column(name).equals(full.column(name)), name
+    bare = decode_stored(data, columns=["born_host", "store_host"], host_ports=False)
+    for name in ("born_host", "store_host"):
+        want = [h.rpartition(":")[0].strip("[]") for h in full.column(name).to_pylist()]
+        assert bare.column(name).to_pylist() == want
+
+
+def test_unknown_columns_are_refused():
+    with pytest.raises(ValueError, match=r"no column \['nope'\]"):
+        decode_stored(_stored_one(), columns=["body", "nope"])
 
 
 def test_compressed_and_derived_columns():
