@@ -153,13 +153,16 @@ def record_starts(
     """Byte offsets of the records in each (start, end) span of `data`, following TOTALSIZE.
 
     Spans whose records all have the first one's size (fixed-size messages: same body size and property
-    layout) are recognised with one vectorised check (`_uniform_starts`), all together when they can be.
+    layout) are recognised with one vectorised check (`_uniform_starts`), all together when they can be;
+    records of any sizes are found by their magic codes when those chain exactly (`_chained_starts`).
     Many spans (a real broker's answers of 32 messages each) are walked in lockstep, one vectorised step
     per record of a span (`_lockstep_starts`); the spans still open once few are left, and the records of a
     few large spans, are walked record by record.
     Raises MessageDecodeError when a size is below `minimum` or runs past its span.
     """
     whole = _uniform_starts(data, spans, minimum)
+    if whole is None:
+        whole = _chained_starts(data, spans, minimum)
     if whole is not None:
         return whole
     if len(spans) >= LOCKSTEP_MIN_SPANS:
@@ -271,6 +274,45 @@ def _uniform_starts(
     cand = np.arange(first, end, size0, dtype=np.int64)
     buf = data if isinstance(data, np.ndarray) else as_u8(data)
     return cand if (gather(buf, cand, ">i4") == size0).all() else None
+
+
+_MAGIC_FIRST = 0xDA  # the first byte of both magic codes (big-endian); the next two are A3 20
+_MAGIC_LAST = (MAGIC_V1 & 0xFF, MAGIC_V2 & 0xFF)
+
+
+def _chained_starts(
+    data: bytes | bytearray | memoryview | np.ndarray, spans: Sequence[tuple[int, int]], minimum: int
+) -> np.ndarray | None:
+    """`record_starts` of spans that follow each other, without a per-record step: every position followed
+    by a magic code is a candidate record start, and when the candidates chain exactly (each TOTALSIZE
+    leads to the next candidate, the last to the end, and every span starts at one) they are the records.
+    None otherwise (a body holding a magic code's bytes, malformed data): the caller walks them."""
+    if not spans:
+        return None
+    bounds = np.array(spans, dtype=np.int64).reshape(-1, 2)
+    first, end = int(bounds[0, 0]), int(bounds[-1, 1])
+    if end - first < minimum or (bounds[1:, 0] != bounds[:-1, 1]).any():
+        return None
+    buf = data if isinstance(data, np.ndarray) else as_u8(data)
+    magic = buf[first + 4 : end]  # record i's magic sits 4 bytes after its start
+    hits = np.flatnonzero(magic[: max(len(magic) - 3, 0)] == _MAGIC_FIRST)
+    last = magic[hits + 3]
+    hits = hits[
+        (magic[hits + 1] == 0xA3)
+        & (magic[hits + 2] == 0x20)
+        & ((last == _MAGIC_LAST[0]) | (last == _MAGIC_LAST[1]))
+    ]
+    if not len(hits) or hits[0] != 0:
+        return None
+    starts = hits + first
+    nxt = starts + gather(buf, starts, ">i4")
+    if (nxt[:-1] != starts[1:]).any() or nxt[-1] != end or (nxt - starts < minimum).any():
+        return None
+    opened = bounds[bounds[:, 0] < bounds[:, 1], 0]  # every non-empty span starts at a record
+    at = np.searchsorted(starts, opened)
+    if (at >= len(starts)).any() or (starts[np.minimum(at, len(starts) - 1)] != opened).any():
+        return None
+    return starts
 
 
 def _concat(

@@ -17,8 +17,10 @@ from rocketmq_protocol.remoting.errors import BatchDecodeError, MessageDecodeErr
 from rocketmq_protocol.remoting.flags import MessageSysFlag
 from rocketmq_protocol.remoting.message_codec import (
     LOCKSTEP_MIN_SPANS,
+    MAGIC_V1,
     MAGIC_V2,
     STORED_SCHEMA,
+    _chained_starts,
     _join_buffer,
     decode_batch,
     decode_stored,
@@ -333,10 +335,17 @@ def test_many_answers_of_same_size_records_decode_as_one():
         decode_stored([data[: size + 10], data[size + 10 :]])
 
 
-def _variable_records(n: int, seed: int = 0) -> tuple[bytes, np.ndarray]:
-    """`n` records of varied sizes, and where each starts (one more: the end)."""
+#: A V1 record's magic code as stored, inside a body: a false record start for `_chained_starts`.
+_MAGIC_BYTES = struct.pack(">i", MAGIC_V1)
+
+
+def _variable_records(n: int, seed: int = 0, magic_in: int | None = None) -> tuple[bytes, np.ndarray]:
+    """`n` records of varied sizes, and where each starts (one more: the end); record `magic_in`'s body
+    holds a magic code."""
     rng = np.random.default_rng(seed)
     bodies = [b"b" * int(k) for k in rng.integers(1, 300, n)]
+    if magic_in is not None:
+        bodies[magic_in] = b"bbbb" + _MAGIC_BYTES + bodies[magic_in]
     records = [
         encode_stored(
             topic="T",
@@ -353,10 +362,12 @@ def _variable_records(n: int, seed: int = 0) -> tuple[bytes, np.ndarray]:
 
 @pytest.mark.parametrize("per_span", [[3] * 40, [32] * 20, [2] * 18 + [50, 70], [0, 5, 1, *([4] * 30), 0]])
 def test_many_answers_of_varied_records_are_walked_together(per_span):
-    """Many bodies of varied record sizes (a real broker's answers) are walked in lockstep: the same records
-    as one body walked record by record, including spans left to finish alone and empty ones."""
+    """Many bodies of varied record sizes (a real broker's answers) are walked in lockstep when a body holds
+    a magic code: the same records as one body walked record by record, including spans left to finish
+    alone and empty ones."""
     assert len(per_span) >= LOCKSTEP_MIN_SPANS
-    data, starts = _variable_records(sum(per_span))
+    data, starts = _variable_records(sum(per_span), magic_in=sum(per_span) // 2)
+    assert _chained_starts(np.frombuffer(data, np.uint8), [(0, len(data))], 50) is None
     cuts = np.cumsum([0, *per_span])
     parts = [data[starts[a] : starts[b]] for a, b in itertools.pairwise(cuts)]
     whole = decode_stored(data)
@@ -364,6 +375,38 @@ def test_many_answers_of_varied_records_are_walked_together(per_span):
     buf = np.frombuffer(data, np.uint8)
     spans = [(int(starts[a]), int(starts[b])) for a, b in itertools.pairwise(cuts)]
     assert record_starts(buf, spans, 50).tolist() == starts[:-1].tolist()
+
+
+@pytest.mark.parametrize("per_span", [[1], [700], [3] * 40, [0, 5, 1, *([4] * 30), 0]])
+def test_records_of_any_sizes_are_found_by_their_magic_codes(per_span):
+    """One body or many of varied record sizes: the records chain from magic code to magic code, found
+    without a per-record step, the same as walked one by one."""
+    data, starts = _variable_records(sum(per_span), seed=len(per_span))
+    cuts = np.cumsum([0, *per_span])
+    spans = [(int(starts[a]), int(starts[b])) for a, b in itertools.pairwise(cuts)]
+    buf = np.frombuffer(data, np.uint8)
+    chained = _chained_starts(buf, spans, 91)
+    assert chained is not None and chained.tolist() == starts[:-1].tolist()
+    parts = [data[a:b] for a, b in spans]
+    assert decode_stored(parts).to_pylist() == decode_stored(data).to_pylist()
+
+
+@pytest.mark.parametrize("magic_in", [0, 1, 5, 9])
+def test_a_body_holding_a_magic_code_is_walked(magic_in):
+    data, starts = _variable_records(10, magic_in=magic_in)
+    buf = np.frombuffer(data, np.uint8)
+    assert _chained_starts(buf, [(0, len(data))], 91) is None
+    assert record_starts(buf, [(0, len(data))], 91).tolist() == starts[:-1].tolist()
+    assert decode_stored(data).column("queue_offset").to_pylist() == list(range(10))
+
+
+def test_spans_that_do_not_start_at_a_record_are_not_chained():
+    """Records chaining across an answer boundary that cuts one in two: left to the walk, which refuses it."""
+    data, starts = _variable_records(6)
+    cut = int(starts[3]) + 10
+    assert _chained_starts(np.frombuffer(data, np.uint8), [(0, cut), (cut, len(data))], 91) is None
+    with pytest.raises(MessageDecodeError):
+        decode_stored([data[:cut], data[cut:]])
 
 
 def _first_record(mutate):
