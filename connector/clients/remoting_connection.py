@@ -247,7 +247,7 @@ class Reply:
         return self._value is not None or self._error is not None
 
     def set_result(self, value: RemotingCommand) -> None:
-        if not self.done():
+        if self._value is None and self._error is None:
             self._value = value
             self._lock.release()
 
@@ -426,8 +426,9 @@ class RemotingConnection:
                 with contextlib.suppress(Exception):
                     fut.set_exception(lost)
 
-    def _read_exact(self, view: memoryview) -> None:
-        got, n = 0, len(view)
+    def _read_exact(self, view: memoryview, got: int = 0) -> None:
+        """Fills `view` from its byte `got` on."""
+        n = len(view)
         readinto = self._file.readinto
         while got < n:
             k = readinto(view[got:])
@@ -438,20 +439,26 @@ class RemotingConnection:
     def _read_loop(self) -> None:
         prefix = bytearray(4)
         pv = memoryview(prefix)
+        readinto = self._file.readinto  # a buffered reader's: one call fills the view unless the stream ends
+        pending, pending_lock = self._pending, self._pending_lock
         try:
             while True:
-                try:
-                    self._read_exact(pv)
-                except ConnectionLost:
-                    if self._closed is None:
-                        raise
-                    return
+                got = readinto(pv)
+                if got != 4:
+                    try:
+                        self._read_exact(pv, got or 0)
+                    except ConnectionLost:
+                        if self._closed is None:
+                            raise
+                        return
                 (length,) = _I32.unpack(prefix)
                 if length < 4 or length + 4 > MAX_FRAME_LENGTH:
                     raise FrameError(f"{self.address} sent a frame of length {length}")
                 payload = np.empty(length, np.uint8)  # not zero-filled: recv fills it (a pull's ~10 MiB)
                 view = memoryview(payload)
-                self._read_exact(view)
+                got = readinto(view)
+                if got != length:
+                    self._read_exact(view, got or 0)
                 (word,) = _I32.unpack_from(payload, 0)
                 hlen = word & 0xFFFFFF
                 if 4 + hlen > length:
@@ -460,11 +467,13 @@ class RemotingConnection:
                 cmd = decode_header(view[4 : 4 + hlen], (word >> 24) & 0xFF)
                 cmd.body = view[4 + hlen :]  # type: ignore[assignment]  # a view into this frame's buffer
                 if cmd.flag & RESPONSE_FLAG:
-                    with self._pending_lock:
-                        fut = self._pending.pop(cmd.opaque, None)
-                    if fut is not None and not fut.done():
-                        with contextlib.suppress(Exception):  # cancelled in the meantime
+                    with pending_lock:
+                        fut = pending.pop(cmd.opaque, None)
+                    if fut is not None:
+                        try:
                             fut.set_result(cmd)
+                        except Exception:  # cancelled or failed in the meantime
+                            pass
                 else:
                     self._server_request(cmd)
         except (OSError, RemotingCodecError, ValueError) as e:

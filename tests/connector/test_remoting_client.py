@@ -151,6 +151,37 @@ def test_responses_out_of_order_reach_their_requests(servers) -> None:
     pool.close()
 
 
+def test_frames_arriving_in_pieces_are_read_whole_and_a_cut_frame_fails_its_request(servers) -> None:
+    """Responses sent a few bytes at a time (split inside the length prefix, the header and the body) reach
+    their requests whole; a peer that closes inside a frame fails what is still in flight."""
+    srv = servers(lambda cmd: None)
+    pool = ConnectionPool()
+    conn = pool.get(srv.address)
+    futures = [conn.request(30, {"i": str(i)}) for i in range(3)]
+    deadline = time.monotonic() + 5
+    while len(srv.requests) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    frames = b"".join(
+        encode_frame(c.response(0, ext_fields={"echo": c.ext_fields["i"]}, body=b"b" * 50))
+        for c in srv.requests
+    )
+    (peer,) = srv._conns
+    for i in range(0, len(frames), 3):
+        peer.sendall(frames[i : i + 3])
+        time.sleep(0.0005)
+    assert [(f.result(5).ext_fields["echo"], bytes(f.result(5).body)) for f in futures] == [
+        (str(i), b"b" * 50) for i in range(3)
+    ]
+    cut = conn.request(30, {"i": "3"})
+    while len(srv.requests) < 4 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    peer.sendall(encode_frame(srv.requests[3].response(0, body=b"b" * 50))[:-10])
+    peer.shutdown(socket.SHUT_RDWR)
+    with pytest.raises(ConnectionLost):
+        cut.result(5)
+    pool.close()
+
+
 def test_server_requests_are_answered_not_supported_and_oneways_ignored(servers) -> None:
     srv = servers(lambda cmd: cmd.response(0))
     pool = ConnectionPool()

@@ -84,6 +84,27 @@ def test_json_header_tolerates_key_order_and_unknown_keys():
     assert cmd.ext_fields == {"a": "5", "b": "true"}
 
 
+@pytest.mark.parametrize(
+    ("header", "code"),
+    [
+        (b'{"code":7}', 7),
+        (b' {"code":7}\n', 7),  # whitespace around the object: read as json reads it
+        (b'{"code":7} {"code":8}', None),  # two objects
+        (b'{"code":7}}', None),
+        (b'{"code":7', None),
+        (b'{"code":7,}', None),
+        (b"{}", None),  # no code
+    ],
+)
+def test_json_headers_are_read_as_json_reads_them(header, code):
+    payload = struct.pack(">i", len(header)) + header
+    if code is None:
+        with pytest.raises(HeaderError):
+            decode_payload(payload)
+    else:
+        assert decode_payload(payload).code == code
+
+
 @settings(max_examples=60, deadline=None)
 @given(cmds=st.lists(commands, min_size=1, max_size=6), cuts=st.lists(st.integers(0, 400), max_size=8))
 def test_splitter_reassembles_any_chunking(cmds, cuts):
