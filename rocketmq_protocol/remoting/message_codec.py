@@ -385,20 +385,17 @@ def decode_stored(
     )
 
 
-#: The record head's fixed-width fields (`_tail_dtype`), read as native integers when a column needs them.
-_HEAD_FIELDS = ("size", "crc", "queue_id", "flag", "queue_offset", "commitlog_offset", "born_ts", "born_port",
-                "store_ts", "store_port", "reconsume", "prepared", "body_len")  # fmt: skip
-#: Schema columns copied from one head field.
+#: Schema columns copied from one head field (`_tail_dtype`): the field, its Arrow storage, the column's type.
 _FIELD_COLUMNS = {
-    "queue_id": ("queue_id", pa.int32()),
-    "queue_offset": ("queue_offset", pa.int64()),
-    "commitlog_offset": ("commitlog_offset", pa.int64()),
-    "flag": ("flag", pa.int32()),
-    "body_crc": ("crc", pa.int32()),
-    "born_timestamp": ("born_ts", pa.int64()),
-    "store_timestamp": ("store_ts", pa.int64()),
-    "reconsume_times": ("reconsume", pa.int32()),
-    "prepared_transaction_offset": ("prepared", pa.int64()),
+    "queue_id": ("queue_id", pa.int32(), pa.int32()),
+    "queue_offset": ("queue_offset", pa.int64(), pa.int64()),
+    "commitlog_offset": ("commitlog_offset", pa.int64(), pa.int64()),
+    "flag": ("flag", pa.int32(), pa.int32()),
+    "body_crc": ("crc", pa.int32(), pa.int32()),
+    "born_timestamp": ("born_ts", pa.int64(), _TS),
+    "store_timestamp": ("store_ts", pa.int64(), _TS),
+    "reconsume_times": ("reconsume", pa.int32(), pa.int32()),
+    "prepared_transaction_offset": ("prepared", pa.int64(), pa.int64()),
 }
 _DERIVED = frozenset(("message_id", "tags", "keys", "message_group", "delivery_timestamp", "properties"))
 
@@ -412,8 +409,8 @@ class _Heads:
         # Every record is at least _MIN_STORED bytes, so the IPv4 layout's 88 bytes can be read for all of
         # them. One pass copies the heads; fields are read from that copy (reading each through a strided view
         # of the whole buffer costs one cache miss per record per field).
-        self.raw = rows_at(buf, starts, v4.itemsize)
-        self.rec = self.raw.view(v4).reshape(-1)
+        raw = rows_at(buf, starts, v4.itemsize)
+        self.rec = raw.view(v4).reshape(-1)
         self.magic = self.rec["magic"].astype(np.int32)
         bad = np.flatnonzero((self.magic != MAGIC_V1) & (self.magic != MAGIC_V2))
         if len(bad):
@@ -422,7 +419,7 @@ class _Heads:
                 f"record {i} at offset {int(starts[i])} has magic code {int(self.magic[i]) & 0xFFFFFFFF:#x}"
             )
         self.sysflag = self.rec["sysflag"].astype(np.int32)
-        self.born_ip, self.store_ip = self.raw[:, 48:52], self.raw[:, 64:68]  # 4 wide while no host is IPv6
+        self.born_ip, self.store_ip = raw[:, 48:52], raw[:, 64:68]  # 4 wide while no host is IPv6
         self.head_len = np.full(len(starts), v4.itemsize, dtype=np.int64)
         self._fields: dict[str, np.ndarray] = {}
         self._v6: list[tuple[np.ndarray, np.ndarray]] = []  # (rows, their heads) per IPv6 layout
@@ -511,21 +508,15 @@ def _decode_records(
         _layout_error(bad, starts, "PROPLEN does not end at TOTALSIZE")
 
     arrays: dict[str, pa.Array] = {}
-    out_sysflag = sysflag
-    if decompress:
-        zipped = np.flatnonzero(sysflag & MessageSysFlag.COMPRESSED)
-        if len(zipped):
-            out_sysflag = sysflag & ~np.int32(MessageSysFlag.COMPRESSED)
     if "body" in wanted:
         arrays["body"] = _bodies(buf, body_start, body_len, sysflag if decompress else None)
     if "topic" in wanted:
         arrays["topic"] = _repeated_or_views(tail, topic_start, topic_len)
-    for column, (field, typ) in _FIELD_COLUMNS.items():
+    for column, (field, storage, typ) in _FIELD_COLUMNS.items():
         if column in wanted:
-            arrays[column] = from_numpy(heads.field(field), typ)
-            if typ == pa.int64() and column.endswith("timestamp"):
-                arrays[column] = arrays[column].view(_TS)
-    if "sysflag" in wanted:
+            arrays[column] = from_numpy(heads.field(field), storage).view(typ)
+    if "sysflag" in wanted:  # inflated bodies are no longer COMPRESSED
+        out_sysflag = sysflag & ~np.int32(MessageSysFlag.COMPRESSED) if decompress else sysflag
         arrays["sysflag"] = from_numpy(out_sysflag, pa.int32())
 
     derived = derive and bool(wanted & _DERIVED)
