@@ -28,15 +28,18 @@ def _pid_set(broker: int | Collection[int] | None) -> frozenset[int]:
     return frozenset([broker]) if isinstance(broker, int) else frozenset(broker)
 
 
-def snapshot(emulator_pid: int | Collection[int] | None) -> dict[str, float]:
+def snapshot(emulator_pid: int | Collection[int] | None, ignore: Collection[int] = ()) -> dict[str, float]:
     """CPU seconds so far of the emulator process (or of the given broker processes: the stack comparison's
     RocketMQ or Kafka JVMs), of this driver's Spark JVM (main class SparkSubmit: never a broker's JVM) and
     of its Python processes (the daemon and its workers, the planning and streaming-runner processes,
-    living or reaped by the JVM)."""
+    living or reaped by the JVM). `ignore`: processes counted in no group (another stack's idle broker,
+    such as the emulator while a real broker is measured, which would otherwise count as Spark's Python)."""
     out = dict.fromkeys(GROUPS, 0.0)
-    brokers = _pid_set(emulator_pid)
+    brokers, ignored = _pid_set(emulator_pid), frozenset(ignore)
     for proc in psutil.Process(os.getpid()).children(recursive=True):
         try:
+            if proc.pid in ignored:
+                continue
             if proc.pid in brokers:
                 out["emulator"] += _cpu(proc)
             elif proc.name().startswith("python"):
@@ -63,15 +66,15 @@ class CpuUse:
 
 
 @contextmanager
-def measured(emulator_pid: int | Collection[int] | None) -> Iterator[CpuUse]:
+def measured(emulator_pid: int | Collection[int] | None, ignore: Collection[int] = ()) -> Iterator[CpuUse]:
     """`with measured(pid) as use:` fills `use` with the CPU each group spent inside the block (`pid`: the
-    emulator's, or the broker processes' whose CPU is the "emulator" group)."""
+    emulator's, or the broker processes' whose CPU is the "emulator" group; `ignore`: see `snapshot`)."""
     use = CpuUse()
-    before, t0 = snapshot(emulator_pid), time.perf_counter()
+    before, t0 = snapshot(emulator_pid, ignore), time.perf_counter()
     try:
         yield use
     finally:
-        after = snapshot(emulator_pid)
+        after = snapshot(emulator_pid, ignore)
         use.wall = time.perf_counter() - t0
         use.seconds = {k: max(after[k] - before[k], 0.0) for k in GROUPS}
 
@@ -83,10 +86,11 @@ def best_with_cpu(
     items: int,
     cpu: dict[str, float],
     on_run: Callable[[float, dict[str, float]], None] | None = None,
+    ignore: Collection[int] = (),
 ) -> float:
     """max(best, measure()); when the new run is the best, `cpu` becomes its CPU µs per item per group.
-    `on_run` is handed every run's rate and CPU split (to log them)."""
-    with measured(emulator_pid) as use:
+    `on_run` is handed every run's rate and CPU split (to log them); `ignore`: see `snapshot`."""
+    with measured(emulator_pid, ignore) as use:
         rate = measure()
     spent = use.per_item_us(items)
     if on_run is not None:

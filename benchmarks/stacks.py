@@ -31,7 +31,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -231,6 +231,7 @@ def run_workload(
                 lambda s=s, r=r: write(spark, s, s.topic(f"write-{r}"), messages, size),
                 r,
                 log,
+                _other_brokers(stacks, s),
             )
             if r == 0 and ok:
                 readable.append(s)
@@ -243,6 +244,7 @@ def run_workload(
                 lambda s=s: batch_read(spark, s, s.topic("write-0"), messages),
                 r,
                 log,
+                _other_brokers(stacks, s),
             )
         for s in readable:
             log(f"{s.label}: stream read (availableNow) of {messages:,} (run {r + 1})")
@@ -253,6 +255,7 @@ def run_workload(
                 lambda s=s: stream_read(spark, s, s.topic("write-0"), messages),
                 r,
                 log,
+                _other_brokers(stacks, s),
             )
     # Latency: `repeat` rounds, the stacks' order reversed in every other round, each stack keeping its lowest
     # p50 and p99. The first latency queries after the throughput jobs ran slower whichever stack ran them,
@@ -271,6 +274,11 @@ def run_workload(
             s.figures["latency p99"] = min(p99 * 1000, s.figures.get("latency p99", float("inf")))
 
 
+def _other_brokers(stacks: list[Stack], stack: Stack) -> list[int]:
+    """The broker processes of every stack but `stack` (idle while it is measured)."""
+    return [pid for other in stacks for pid in other.broker_pids if pid not in stack.broker_pids]
+
+
 def _keep_best(
     stack: Stack,
     measure: str,
@@ -278,13 +286,17 @@ def _keep_best(
     run: Callable[[], float],
     r: int,
     log: Callable[[str], None],
+    others: Collection[int] = (),
 ) -> bool:
     """Runs one throughput measure; keeps its rate, and its CPU per message per process group, when it is
     the stack's best so far. A run that raises is recorded in `stack.failures` (False), so one stack's
-    failure (a broker that stops answering) leaves the other stacks' figures and its own other runs."""
+    failure (a broker that stops answering) leaves the other stacks' figures and its own other runs.
+    `others`: the other stacks' broker processes, counted in no group."""
     cpu = stack.cpu.setdefault(measure, {})
     try:
-        best = best_with_cpu(stack.figures.get(measure, 0.0), run, stack.broker_pids, messages, cpu)
+        best = best_with_cpu(
+            stack.figures.get(measure, 0.0), run, stack.broker_pids, messages, cpu, ignore=others
+        )
     except Exception as e:
         lines = str(e).strip().splitlines()
         reason = f"{type(e).__name__}: {lines[0][:300] if lines else ''}"

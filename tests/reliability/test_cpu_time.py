@@ -51,6 +51,21 @@ def test_cpu_is_counted_for_the_process_that_spent_it(as_emulator: bool) -> None
     assert use.wall >= 0.3
 
 
+def test_an_ignored_process_counts_in_no_group() -> None:
+    """Another stack's broker (the emulator, a Python process, while a real broker is measured) is neither
+    Spark's Python nor the measured broker."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        with measured(None, ignore=[proc.pid]) as use:
+            _burn(proc)
+    finally:
+        proc.kill()
+        proc.wait(30)
+    assert sum(use.seconds.values()) < 0.2, use.seconds
+
+
 # Starts a child that burns 0.4 s of CPU and exits; reaps it only when told to.
 PARENT = """
 import subprocess, sys
