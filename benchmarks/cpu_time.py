@@ -28,15 +28,38 @@ def _pid_set(broker: int | Collection[int] | None) -> frozenset[int]:
     return frozenset([broker]) if isinstance(broker, int) else frozenset(broker)
 
 
+#: Reads of the process tree a snapshot may take while processes end under it.
+_READS = 5
+
+
 def snapshot(emulator_pid: int | Collection[int] | None, ignore: Collection[int] = ()) -> dict[str, float]:
     """CPU seconds so far of the emulator process (or of the given broker processes: the stack comparison's
     RocketMQ or Kafka JVMs), of this driver's Spark JVM (main class SparkSubmit: never a broker's JVM) and
     of its Python processes (the daemon and its workers, the planning and streaming-runner processes,
     living or reaped by the JVM). `ignore`: processes counted in no group (another stack's idle broker,
-    such as the emulator while a real broker is measured, which would otherwise count as Spark's Python)."""
-    out = dict.fromkeys(GROUPS, 0.0)
+    such as the emulator while a real broker is measured, which would otherwise count as Spark's Python).
+
+    A process reaped while the tree is read (a stream's runner, stopped by the JVM as its query ends) can be
+    missed both as itself and in its parent's children's times, or counted in both; the tree is then read
+    again, so that it counts once."""
     brokers, ignored = _pid_set(emulator_pid), frozenset(ignore)
-    for proc in psutil.Process(os.getpid()).children(recursive=True):
+    me = psutil.Process(os.getpid())
+    out: dict[str, float] = {}
+    for _ in range(_READS):
+        out, whole = _read_tree(me, brokers, ignored)
+        if whole:
+            break
+    return out
+
+
+def _read_tree(
+    me: psutil.Process, brokers: frozenset[int], ignored: frozenset[int]
+) -> tuple[dict[str, float], bool]:
+    """One read of `snapshot`'s groups, and whether every process read was still there at its end."""
+    out = dict.fromkeys(GROUPS, 0.0)
+    procs = me.children(recursive=True)
+    whole = True
+    for proc in procs:
         try:
             if proc.pid in ignored:
                 continue
@@ -48,9 +71,15 @@ def snapshot(emulator_pid: int | Collection[int] | None, ignore: Collection[int]
                 t = proc.cpu_times()
                 out["jvm"] += t.user + t.system
                 out["python"] += t.children_user + t.children_system  # the Python processes it reaped
+        except psutil.ZombieProcess:  # ended, not reaped yet: a JVM's command line is gone
+            continue
+        except psutil.NoSuchProcess:
+            whole = False
         except psutil.Error:
             continue
-    return out
+    if whole:
+        whole = {p.pid for p in procs} <= {p.pid for p in me.children(recursive=True)}
+    return out, whole
 
 
 @dataclass

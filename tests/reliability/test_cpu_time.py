@@ -7,10 +7,12 @@ import select
 import subprocess
 import sys
 import time
+from types import SimpleNamespace
 
 import psutil
 import pytest
 
+from benchmarks import cpu_time
 from benchmarks.cpu_time import measured
 
 # Burns 0.4 s of CPU when told to, says so, then waits to be killed (so its CPU is still readable).
@@ -101,3 +103,68 @@ def test_a_process_reaped_inside_the_block_counts_only_what_it_spent_there() -> 
         parent.kill()
         parent.wait(30)
     assert use.seconds["python"] < 0.2, use.seconds
+
+
+class _FakeProc:
+    """A process of a simulated tree: `cpu` its own seconds, `reaped` what it holds of ended children."""
+
+    def __init__(self, pid: int, name: str, cpu: float, reaped: float = 0.0, gone: bool = False) -> None:
+        self.pid, self._name, self._cpu, self._reaped, self._gone = pid, name, cpu, reaped, gone
+
+    def _check(self) -> None:
+        if self._gone:
+            raise psutil.NoSuchProcess(self.pid)
+
+    def name(self) -> str:
+        self._check()
+        return self._name
+
+    def cmdline(self) -> list[str]:
+        self._check()
+        return ["java", cpu_time.SPARK_MAIN] if self._name == "java" else [self._name]
+
+    def cpu_times(self) -> SimpleNamespace:
+        self._check()
+        return SimpleNamespace(user=self._cpu, system=0.0, children_user=self._reaped, children_system=0.0)
+
+
+class _FakeTree:
+    """`psutil.Process(me)` whose children change between reads, as given."""
+
+    def __init__(self, reads: list[list[_FakeProc]]) -> None:
+        self.reads = reads
+        self.calls = 0
+
+    def __call__(self, pid: int) -> _FakeTree:
+        return self
+
+    def children(self, recursive: bool = False) -> list[_FakeProc]:
+        self.calls += 1
+        return self.reads[min(self.calls - 1, len(self.reads) - 1)]
+
+
+def test_a_process_reaped_while_the_tree_is_read_counts_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stream's runner (1.5 s of CPU) stopped by the JVM as a snapshot reads the tree: listed, then gone
+    before it is read, with the JVM already read without it. The snapshot reads the tree again and finds
+    it in the JVM's reaped children's times."""
+    jvm_before = _FakeProc(10, "java", cpu=4.0, reaped=2.0)
+    runner_gone = _FakeProc(11, "python3", cpu=1.5, gone=True)
+    jvm_after = _FakeProc(10, "java", cpu=4.0, reaped=3.5)
+    worker = _FakeProc(12, "python3", cpu=0.5)
+    tree = _FakeTree([[jvm_before, runner_gone, worker], [jvm_after, worker]])
+    monkeypatch.setattr(cpu_time.psutil, "Process", tree)
+    out = cpu_time.snapshot(None)
+    assert out["python"] == pytest.approx(3.5 + 0.5)
+    assert out["jvm"] == pytest.approx(4.0)
+
+
+def test_a_process_read_then_reaped_before_the_read_ends_is_read_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Read as itself (1.5 s), then reaped into a JVM read after it (its 1.5 s counted a second time): the
+    tree listed at the end lacks it, so the snapshot reads again."""
+    runner = _FakeProc(11, "python3", cpu=1.5)
+    jvm_after = _FakeProc(10, "java", cpu=4.0, reaped=3.5)
+    tree = _FakeTree([[runner, jvm_after], [jvm_after], [jvm_after]])
+    monkeypatch.setattr(cpu_time.psutil, "Process", tree)
+    assert cpu_time.snapshot(None)["python"] == pytest.approx(3.5)
