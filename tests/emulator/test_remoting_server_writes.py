@@ -1,0 +1,160 @@
+"""How the remoting server writes its answers (broker_emulator/remoting/server.py, `Connection`): multi-MiB
+answers reach a reader slower than the server whole and in order with the answers around them; a
+connection closed after an answer sends it first; a reader that goes away with an answer unsent leaves
+the server serving."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from broker_emulator.remoting.server import Connection, RemotingServer
+from rocketmq_protocol.remoting.codes import ResponseCode
+from rocketmq_protocol.remoting.frames import FrameSplitter, RemotingCommand, encode_frame
+
+BIG, CLOSE_AFTER = 9001, 9002
+MIB = 1 << 20
+
+
+def _pattern(size: int, seed: int) -> bytes:
+    return ((np.arange(size, dtype=np.int64) + seed) % 251).astype(np.uint8).tobytes()
+
+
+class _Server:
+    """A RemotingServer on 127.0.0.1 in a thread of its own."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.server = RemotingServer("test", {BIG: self._big, CLOSE_AFTER: self._close_after})
+        self.port = 0
+        started = threading.Event()
+
+        def run() -> None:
+            asyncio.set_event_loop(self.loop)
+            self.port = self.loop.run_until_complete(self.server.start("127.0.0.1", 0))
+            started.set()
+            self.loop.run_forever()
+
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+        assert started.wait(10)
+
+    @staticmethod
+    def _small_send_buffer(conn: Connection) -> None:
+        """The kernel takes little of an answer at once, so the transport holds the rest."""
+        conn.writer.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 65536)
+
+    def _answer(self, cmd: RemotingCommand) -> RemotingCommand:
+        ext = cmd.ext_fields
+        resp = cmd.response(ResponseCode.SUCCESS, None)
+        resp.body = _pattern(int(ext["size"]), int(ext["seed"]))
+        return resp
+
+    async def _big(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        self._small_send_buffer(conn)
+        return self._answer(cmd)
+
+    async def _close_after(self, conn: Connection, cmd: RemotingCommand) -> None:
+        self._small_send_buffer(conn)
+        resp = self._answer(cmd)
+        resp.opaque = cmd.opaque
+        conn.send(resp)
+        conn.close()
+
+    def stop(self) -> None:
+        asyncio.run_coroutine_threadsafe(self.server.stop(), self.loop).result(10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        self.loop.close()
+
+
+@pytest.fixture()
+def srv():
+    s = _Server()
+    try:
+        yield s
+    finally:
+        s.stop()
+
+
+def _request(code: int, opaque: int, size: int, seed: int) -> bytes:
+    cmd = RemotingCommand(code=code, opaque=opaque, ext_fields={"size": str(size), "seed": str(seed)})
+    return encode_frame(cmd)
+
+
+def _connect(port: int, rcvbuf: int | None = None) -> socket.socket:
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    if rcvbuf is not None:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)  # before connect: the window stays small
+    s.settimeout(10)
+    s.connect(("127.0.0.1", port))
+    return s
+
+
+def _read(
+    s: socket.socket, frames: int, slow: bool = False, wait_close: bool = False
+) -> tuple[list[RemotingCommand], bool]:
+    """Up to `frames` frames, reading 16 KiB at a time (pausing now and then when `slow`), and whether the
+    server closed the connection (with `wait_close`, waiting up to 2 s for it after the frames)."""
+    splitter = FrameSplitter()
+    got: list[RemotingCommand] = []
+    deadline = time.monotonic() + 30
+    reads = 0
+    while len(got) < frames:
+        assert time.monotonic() < deadline, f"{len(got)} of {frames} frames in 30 s"
+        chunk = s.recv(16384)
+        if not chunk:
+            return got, True
+        got += splitter.feed(chunk)
+        reads += 1
+        if slow and reads % 32 == 0:
+            time.sleep(0.002)
+    if not wait_close:
+        return got, False
+    s.settimeout(2)
+    try:
+        closed = s.recv(1) == b""
+    except TimeoutError:
+        closed = False
+    return got, closed
+
+
+def test_large_answers_reach_a_slow_reader_whole_and_in_order(srv: _Server) -> None:
+    sizes = [3 * MIB + 12345, 10, 2 * MIB + 1]
+    with _connect(srv.port, rcvbuf=65536) as s:
+        s.sendall(b"".join(_request(BIG, i + 1, size, i) for i, size in enumerate(sizes)))
+        got, _ = _read(s, len(sizes), slow=True)
+    assert [c.opaque for c in got] == [1, 2, 3]
+    for i, (cmd, size) in enumerate(zip(got, sizes, strict=True)):
+        assert cmd.code == ResponseCode.SUCCESS
+        assert bytes(cmd.body) == _pattern(size, i)
+
+
+def test_a_connection_closed_after_an_answer_sends_the_answer_first(srv: _Server) -> None:
+    size = 4 * MIB + 7
+    with _connect(srv.port, rcvbuf=65536) as s:
+        s.sendall(_request(CLOSE_AFTER, 5, size, 3))
+        got, closed = _read(s, 1, slow=True, wait_close=True)
+    assert [c.opaque for c in got] == [5]
+    assert bytes(got[0].body) == _pattern(size, 3)
+    assert closed
+
+
+def test_a_reader_gone_with_an_answer_unsent_leaves_the_server_serving(srv: _Server) -> None:
+    with _connect(srv.port, rcvbuf=65536) as s:
+        s.sendall(_request(BIG, 1, 8 * MIB, 0))
+        assert s.recv(16384)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")  # reset
+    deadline = time.monotonic() + 10
+    while srv.server.connections and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not srv.server.connections, "the server forgot the connection"
+    with _connect(srv.port) as s:
+        s.sendall(_request(BIG, 2, 1000, 9))
+        got, _ = _read(s, 1)
+    assert bytes(got[0].body) == _pattern(1000, 9)
