@@ -48,9 +48,13 @@ def test_quick_run_reports_every_measure(tmp_path):
     result = json.loads(out.read_text())
     rows = {r["measure"]: r for r in result["measures"]}
     assert list(rows) == list(MEASURES)
+    assert sum(r["figure"] for name, r in rows.items() if name.endswith("JVM CPU")) > 0
     for name, row in rows.items():
         assert isinstance(row["figure"], float | int) and math.isfinite(row["figure"]), (name, row)
-        assert row["figure"] > 0, (name, row)
+        # A process's CPU is read in clock ticks (10 ms): at --quick sizes the emulator can serve a read in
+        # less than one (50,000 messages at ~0.1 µs), so a CPU row may be 0; every other figure is a rate,
+        # a time or a size.
+        assert row["figure"] >= 0 if name.endswith(" CPU") else row["figure"] > 0, (name, row)
         assert row["target"], (name, row)
         if row["ratio"] is not None:
             assert math.isfinite(row["ratio"]) and isinstance(row["passed"], bool), (name, row)
@@ -73,7 +77,8 @@ def test_quick_run_reports_every_measure(tmp_path):
         for groups in cpu.values():
             assert set(groups) == {"broker", "python", "jvm"}, stack
             assert all(math.isfinite(v) and v >= 0 for v in groups.values()), stack
-            assert groups["broker"] > 0 and groups["jvm"] > 0, stack
+            assert groups["jvm"] > 0, stack
+        assert cpu["write"]["broker"] > 0, stack  # a read's may be under one clock tick at --quick sizes
     assert "stacks: the same workload" in stdout
 
 
