@@ -127,21 +127,26 @@ class TlsStream:
                 self._incoming.write(data)
         self._flush()
 
-    def _flush(self, deadline: float | None = None) -> None:
-        """Sends the TLS bytes waiting in the outgoing BIO (by `deadline`, else within WRITE_TIMEOUT_S)."""
+    def _flush(self) -> None:
+        """Sends the TLS bytes of the handshake or of a reply to the peer's records within WRITE_TIMEOUT_S."""
         with self._send_lock:
             with self._lock:
                 data = self._outgoing.read()
             if data:
-                send_until(
-                    self._sock, data, time.monotonic() + WRITE_TIMEOUT_S if deadline is None else deadline
-                )
+                send_until(self._sock, data, time.monotonic() + WRITE_TIMEOUT_S)
 
     def send_until(self, data: bytes | memoryview, deadline: float) -> None:
-        with self._lock:
-            self._tls.write(data)
-        # the BIO keeps records in order, and what one flush takes the next does not resend
-        self._flush(deadline)
+        """Encrypts `data` and sends its records by `deadline`. They leave the BIO in the same locked step
+        that makes them, so the reader thread (flushing a TLS reply) never sends them on another deadline."""
+        if not self._send_lock.acquire(timeout=max(deadline - time.monotonic(), 0)):
+            raise WriteTimeout("the reader thread's TLS reply was still not taken")
+        try:
+            with self._lock:
+                self._tls.write(data)
+                records = self._outgoing.read()
+            send_until(self._sock, records, deadline)
+        finally:
+            self._send_lock.release()
 
     def recv_into(self, buffer: memoryview) -> int:
         """Reads decrypted bytes into `buffer` (one reader thread); 0 at the end of the stream."""

@@ -25,6 +25,7 @@ from connector.clients.remoting_connection import (
     ConnectionPool,
     HeaderTemplate,
     Reply,
+    TlsStream,
     encode_request,
 )
 from connector.clients.remoting_send import RemotingPayload
@@ -292,6 +293,42 @@ def test_a_stuck_tls_peer_fails_the_write_and_waiting_writers_too(servers, certi
         assert conn.closed
     finally:
         release.set()
+
+
+def test_a_tls_write_leaves_no_records_for_the_reader_thread_to_send(servers, certificate) -> None:  # noqa: F811
+    """A write's TLS records leave the outgoing BIO in the locked step that makes them. Were they left
+    there between two locked steps, the reader thread, woken by any record from the peer, would find them
+    and send them itself on its own 30 s deadline, the writer waiting behind it past its timeout (a CI
+    run's stuck-TLS test hung that way, once in ~25 runs here)."""
+    cert_pem, ctx = _server_tls(certificate)
+    srv = servers(lambda cmd: cmd.response(0), tls=ctx)
+    host, port = srv.address.rsplit(":", 1)
+    sock = socket.create_connection((host, int(port)), timeout=5)
+    stream = TlsStream(sock, ssl.create_default_context(cadata=cert_pem.decode()), host)
+    left_in_bio: list[int] = []
+
+    class WatchedLock:
+        """The stream's SSLObject lock, noting what the outgoing BIO holds each time it is let go."""
+
+        def __init__(self) -> None:
+            self._lock = threading.Lock()
+
+        def __enter__(self) -> None:
+            self._lock.acquire()
+
+        def __exit__(self, *exc: object) -> None:
+            left_in_bio.append(stream._outgoing.pending)
+            self._lock.release()
+
+    stream._lock = WatchedLock()  # type: ignore[assignment]
+    try:
+        frame = encode_request(10, {}, bytes(100_000), opaque=1) + bytes(100_000)
+        stream.send_until(frame, time.monotonic() + 5)
+        assert left_in_bio and set(left_in_bio) == {0}, left_in_bio
+        got = bytearray(4)
+        assert stream.recv_into(memoryview(got)) == 4  # the server read the request whole and answered
+    finally:
+        sock.close()
 
 
 def test_a_send_to_a_broker_that_stopped_reading_is_retryable_at_its_timeout(silent_peer) -> None:
