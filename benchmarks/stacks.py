@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchmarks import spark_reads
-from benchmarks.cpu_time import best_with_cpu
+from benchmarks.cpu_time import best_with_cpu, split_text
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -295,7 +295,13 @@ def _keep_best(
     cpu = stack.cpu.setdefault(measure, {})
     try:
         best = best_with_cpu(
-            stack.figures.get(measure, 0.0), run, stack.broker_pids, messages, cpu, ignore=others
+            stack.figures.get(measure, 0.0),
+            run,
+            stack.broker_pids,
+            messages,
+            cpu,
+            lambda rate, spent: log(f"  {rate:,.0f}/s; CPU µs per message: {split_text(spent)}"),
+            ignore=others,
         )
     except Exception as e:
         lines = str(e).strip().splitlines()
