@@ -136,6 +136,11 @@ def split_text(spent: dict[str, float]) -> str:
     return ", ".join(f"{_LOG_NAME[g]} {spent.get(g, 0.0):.2f}" for g in GROUPS)
 
 
+def run_logger(log: Callable[[str], None], unit: str) -> Callable[[float, dict[str, float]], None]:
+    """`best_with_cpu`'s `on_run` that logs a run's rate (`unit`, e.g. " msgs/s") and its CPU split."""
+    return lambda rate, spent: log(f"  {rate:,.0f}{unit}; CPU µs per message: {split_text(spent)}")
+
+
 @dataclass
 class OwnCpu:
     """CPU seconds this process (a raw client) spent inside a `with client_cpu()` block."""

@@ -43,7 +43,7 @@ from benchmarks import (
     spark_reads,
     stacks,
 )
-from benchmarks.cpu_time import best_with_cpu, client_cpu, measured, split_text
+from benchmarks.cpu_time import best_with_cpu, client_cpu, measured, run_logger, split_text
 from benchmarks.latency_floor import latency_floor
 from benchmarks.raw_throughput import (
     READ_TASK_PULL,
@@ -518,9 +518,7 @@ def spark_measures(
                         emulator_pid,
                         n,
                         read_cpu[key],
-                        lambda rate, spent: log(
-                            f"  {rate:,.0f} msgs/s; CPU µs per message: {split_text(spent)}"
-                        ),
+                        run_logger(log, " msgs/s"),
                     )
             ceiling, batch, stream_ceiling, stream = (
                 best[k] for k in ("ceiling", "gRPC", "stream ceiling", "stream")

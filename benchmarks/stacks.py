@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchmarks import spark_reads
-from benchmarks.cpu_time import best_with_cpu, split_text
+from benchmarks.cpu_time import best_with_cpu, run_logger
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -300,7 +300,7 @@ def _keep_best(
             stack.broker_pids,
             messages,
             cpu,
-            lambda rate, spent: log(f"  {rate:,.0f}/s; CPU µs per message: {split_text(spent)}"),
+            run_logger(log, "/s"),
             ignore=others,
         )
     except Exception as e:

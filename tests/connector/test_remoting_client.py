@@ -27,6 +27,7 @@ from connector.clients.remoting_connection import (
     Reply,
     TlsStream,
     encode_request,
+    split_address,
 )
 from connector.clients.remoting_send import RemotingPayload
 from connector.config import ClientConfig, FilterSpec
@@ -302,8 +303,8 @@ def test_a_tls_write_leaves_no_records_for_the_reader_thread_to_send(servers, ce
     run's stuck-TLS test hung that way, once in ~25 runs here)."""
     cert_pem, ctx = _server_tls(certificate)
     srv = servers(lambda cmd: cmd.response(0), tls=ctx)
-    host, port = srv.address.rsplit(":", 1)
-    sock = socket.create_connection((host, int(port)), timeout=5)
+    host, port = split_address(srv.address)
+    sock = socket.create_connection((host, port), timeout=5)
     stream = TlsStream(sock, ssl.create_default_context(cadata=cert_pem.decode()), host)
     left_in_bio: list[int] = []
 
