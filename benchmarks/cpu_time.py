@@ -12,6 +12,11 @@ from dataclasses import dataclass, field
 import psutil
 
 GROUPS = ("emulator", "python", "jvm")
+# What of the emulator group's CPU was the kernel's, and the pages its processes were given fresh (minor page
+# faults): a store that grows pays the kernel for every new page, at a cost per page that depends on the
+# machine's memory (README, Known limits), so these say when that cost, not the emulator's code, moved a row.
+BROKER_DETAIL = ("emulator_kernel", "emulator_faults")
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 _LOG_NAME = {"emulator": "emulator", "python": "Python", "jvm": "JVM"}
 SPARK_MAIN = "org.apache.spark.deploy.SparkSubmit"
 
@@ -20,6 +25,15 @@ def _cpu(proc: psutil.Process) -> float:
     """CPU seconds of a process and of the children it has reaped (a daemon's finished workers)."""
     t = proc.cpu_times()
     return t.user + t.system + t.children_user + t.children_system
+
+
+def _minor_faults(pid: int) -> int:
+    """Minor page faults so far of a process (Linux /proc; 0 where unreadable)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[7])
+    except (OSError, IndexError, ValueError):
+        return 0
 
 
 def _pid_set(broker: int | Collection[int] | None) -> frozenset[int]:
@@ -36,7 +50,7 @@ def snapshot(emulator_pid: int | Collection[int] | None, ignore: Collection[int]
     """CPU seconds so far of the emulator process (or of the given broker processes: the stack comparison's
     RocketMQ or Kafka JVMs), of this driver's Spark JVM (main class SparkSubmit: never a broker's JVM) and
     of its Python processes (the daemon and its workers, the planning and streaming-runner processes,
-    living or reaped by the JVM). `ignore`: processes counted in no group (another stack's idle broker,
+    living or reaped by the JVM), and the emulator group's BROKER_DETAIL. `ignore`: processes counted in no group (another stack's idle broker,
     such as the emulator while a real broker is measured, which would otherwise count as Spark's Python).
 
     A process reaped while the tree is read (a stream's runner, stopped by the JVM as its query ends) can be
@@ -56,7 +70,7 @@ def _read_tree(
     me: psutil.Process, brokers: frozenset[int], ignored: frozenset[int]
 ) -> tuple[dict[str, float], bool]:
     """One read of `snapshot`'s groups, and whether every process read was still there at its end."""
-    out = dict.fromkeys(GROUPS, 0.0)
+    out = dict.fromkeys(GROUPS + BROKER_DETAIL, 0.0)
     procs = me.children(recursive=True)
     whole = True
     for proc in procs:
@@ -65,6 +79,9 @@ def _read_tree(
                 continue
             if proc.pid in brokers:
                 out["emulator"] += _cpu(proc)
+                t = proc.cpu_times()
+                out["emulator_kernel"] += t.system + t.children_system
+                out["emulator_faults"] += _minor_faults(proc.pid)
             elif proc.name().startswith("python"):
                 out["python"] += _cpu(proc)
             elif proc.name().startswith("java") and SPARK_MAIN in proc.cmdline():
@@ -88,10 +105,20 @@ class CpuUse:
 
     seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(GROUPS, 0.0))
     wall: float = 0.0
+    broker: dict[str, float] = field(default_factory=lambda: dict.fromkeys(BROKER_DETAIL, 0.0))
 
     def per_item_us(self, items: int) -> dict[str, float]:
         """Microseconds of CPU per row or message, per group."""
         return {k: v / items * 1e6 if items else 0.0 for k, v in self.seconds.items()}
+
+    def broker_per_item(self, items: int) -> dict[str, float]:
+        """The emulator group's kernel CPU (µs) and the bytes of fresh pages it was given, per row or message."""
+        if not items:
+            return {"kernel_us": 0.0, "fresh_bytes": 0.0}
+        return {
+            "kernel_us": self.broker["emulator_kernel"] / items * 1e6,
+            "fresh_bytes": self.broker["emulator_faults"] * _PAGE / items,
+        }
 
 
 @contextmanager
@@ -106,6 +133,7 @@ def measured(emulator_pid: int | Collection[int] | None, ignore: Collection[int]
         after = snapshot(emulator_pid, ignore)
         use.wall = time.perf_counter() - t0
         use.seconds = {k: max(after[k] - before[k], 0.0) for k in GROUPS}
+        use.broker = {k: max(after[k] - before[k], 0.0) for k in BROKER_DETAIL}
 
 
 def best_with_cpu(

@@ -99,8 +99,9 @@ def spark_ratio(
     topic: str = TOPIC,
     emulator_pid: int | None = None,
 ) -> dict[str, Any]:
-    """`spark.range(N)` + body → rocketmq, and → a discarding Python Arrow writer; rows/s of each, and the
-    CPU µs per row each write cost the emulator (`emulator_pid`), Spark's Python workers and its JVM.
+    """`spark.range(N)` + body → rocketmq, and → a discarding Python Arrow writer; rows/s of each, the CPU
+    µs per row each write cost the emulator (`emulator_pid`), Spark's Python workers and its JVM, and per
+    row of the rocketmq write the emulator's kernel CPU and the fresh pages it took (its store's growth).
 
     Uses `spark` when given (left running), else a session of its own from spark-defaults.conf."""
 
@@ -111,11 +112,13 @@ def spark_ratio(
     df = range_bodies(spark, messages, size)
 
     cpu: dict[str, dict[str, float]] = {}
+    detail: dict[str, dict[str, float]] = {}
 
     def timed(fmt: str, **opts: str) -> float:
         with measured(emulator_pid) as use:
             df.write.format(fmt).options(**opts).mode("append").save()
         cpu[fmt] = use.per_item_us(messages)
+        detail[fmt] = use.broker_per_item(messages)
         return messages / use.wall
 
     # Each writer once untimed first (workers, imports; the rocketmq writer's client and route): the target is
@@ -131,6 +134,7 @@ def spark_ratio(
         "rocketmq_rows_per_s": rocketmq,
         "ratio": rocketmq / ceiling,
         "cpu_us_per_row": cpu,
+        "emulator_per_row": detail["rocketmq"],
     }
 
 
@@ -151,6 +155,7 @@ def main(argv: list[str] | None = None) -> dict:
         if args.spark:
             figures = spark_ratio(endpoints, args.messages, args.size, emulator_pid=proc.pid)
             cpu = figures.pop("cpu_us_per_row")
+            emulator = figures.pop("emulator_per_row")
             result.update({k: round(v, 3) for k, v in figures.items()})
             result["cpu_us_per_row"] = {w: {k: round(v, 3) for k, v in g.items()} for w, g in cpu.items()}
             print(f"spark -> discard writer   : {figures['discard_rows_per_s']:12,.0f} rows/s")
@@ -158,6 +163,11 @@ def main(argv: list[str] | None = None) -> dict:
             print(f"ratio                     : {figures['ratio']:12.3f} (target >= 0.5)")
             for sink, use in cpu.items():
                 print(f"CPU µs per row, {sink:9s} : " + ", ".join(f"{k} {v:.2f}" for k, v in use.items()))
+            result["emulator_per_row"] = {k: round(v, 3) for k, v in emulator.items()}
+            print(
+                f"rocketmq's emulator       : kernel {emulator['kernel_us']:.2f} µs per row, "
+                f"{emulator['fresh_bytes']:.0f} bytes of fresh pages per row"
+            )
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(30)

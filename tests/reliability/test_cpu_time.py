@@ -53,6 +53,49 @@ def test_cpu_is_counted_for_the_process_that_spent_it(as_emulator: bool) -> None
     assert use.wall >= 0.3
 
 
+# Writes 128 MiB of new memory when told to, says so, then waits to be killed.
+GROW = """
+import sys
+sys.stdin.readline()
+kept = b"x" * (128 << 20)
+print("done", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_the_emulators_fresh_pages_and_kernel_time_are_counted() -> None:
+    """A broker that grows by 128 MiB is given at least that much in fresh pages (its minor faults), with the
+    kernel time they cost; per item as the write's rows print them."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", GROW], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        with measured(proc.pid) as use:
+            _burn(proc)
+    finally:
+        proc.kill()
+        proc.wait(30)
+    grown = 128 << 20
+    per_item = use.broker_per_item(1024)
+    assert grown <= per_item["fresh_bytes"] * 1024 < 3 * grown, use.broker
+    assert 0 < use.broker["emulator_kernel"] <= use.seconds["emulator"], (use.broker, use.seconds)
+    assert per_item["kernel_us"] == pytest.approx(use.broker["emulator_kernel"] / 1024 * 1e6)
+
+
+def test_no_fresh_pages_are_counted_without_a_broker() -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", GROW], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        with measured(None) as use:
+            _burn(proc)
+    finally:
+        proc.kill()
+        proc.wait(30)
+    assert use.broker == {"emulator_kernel": 0.0, "emulator_faults": 0.0}
+    assert use.broker_per_item(0) == {"kernel_us": 0.0, "fresh_bytes": 0.0}
+
+
 def test_an_ignored_process_counts_in_no_group() -> None:
     """Another stack's broker (the emulator, a Python process, while a real broker is measured) is neither
     Spark's Python nor the measured broker."""
