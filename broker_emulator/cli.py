@@ -123,8 +123,8 @@ def _tune_memory() -> None:
     Linux: no transparent huge pages for this process (PR_SET_THP_DISABLE), as Redis and MongoDB advise for
     a store. The store grows with every message it keeps, and a 2 MiB page faulted in from memory the host
     of a virtual machine took back costs far more than its 512 small pages (2.2 against 0.4 s of kernel
-    time per GiB on the project's machine; README, Known limits). A 1,000,000-row write's kernel time in
-    the emulator: 0.14-0.19 s without, 0.15-0.62 s with them."""
+    time per GiB on the project's machine; docs/benchmark-history.md, Findings). A 1,000,000-row write's
+    kernel time in the emulator: 0.14-0.19 s without, 0.15-0.62 s with them."""
     try:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
     except OSError:
