@@ -132,12 +132,15 @@ class CeilingSource(DataSource):
         return NAME
 
     def schema(self) -> StructType:
+        freeze_worker_heap()  # as the rocketmq source's hooks do, in Spark's processes
         from connector.schema import SCHEMA
 
         return SCHEMA
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        freeze_worker_heap()  # as the rocketmq source's hooks do, in Spark's processes
         return CeilingReader(dict(self.options))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        freeze_worker_heap()  # as the rocketmq source's hooks do, in Spark's processes
         return CeilingStreamReader(dict(self.options))

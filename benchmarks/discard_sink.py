@@ -24,12 +24,20 @@ def discard_source() -> type:
             freeze_worker_heap()
             return Count(sum(b.num_rows for b in iterator))
 
+        def commit(self, messages):  # type: ignore[no-untyped-def]
+            from connector.worker_heap import freeze_worker_heap
+
+            freeze_worker_heap()  # in Spark's commit process, as the rocketmq writer's commit
+
     class DiscardSource(DataSource):
         @classmethod
         def name(cls) -> str:
             return "discard"
 
         def writer(self, schema, overwrite):  # type: ignore[no-untyped-def]
+            from connector.worker_heap import freeze_worker_heap
+
+            freeze_worker_heap()  # as the rocketmq source's hooks do, in Spark's processes
             return Discard()
 
     return DiscardSource
@@ -65,12 +73,20 @@ def busy_source() -> type:
                     pass
             return Count(rows)
 
+        def commit(self, messages):  # type: ignore[no-untyped-def]
+            from connector.worker_heap import freeze_worker_heap
+
+            freeze_worker_heap()  # in Spark's commit process, as the rocketmq writer's commit
+
     class BusySource(DataSource):
         @classmethod
         def name(cls) -> str:
             return "busy"
 
         def writer(self, schema, overwrite):  # type: ignore[no-untyped-def]
+            from connector.worker_heap import freeze_worker_heap
+
+            freeze_worker_heap()  # as the rocketmq source's hooks do, in Spark's processes
             return Busy(float(self.options.get("us", "0")))
 
     return BusySource

@@ -70,9 +70,11 @@ class FloorSource(DataSource):
         return NAME
 
     def schema(self) -> StructType:
+        freeze_worker_heap()  # as the rocketmq source's hooks do, in Spark's processes
         return StructType([StructField("body", BinaryType())])
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        freeze_worker_heap()  # as the rocketmq source's hooks do, in Spark's processes
         return FloorStreamReader(self.options["path"])
 
 

@@ -1,7 +1,8 @@
 """The `rocketmq` Python data source: wires Spark's reader/writer hooks to the connector's modules.
 
 Modules are imported inside the hooks so that `import pyspark_rocketmq` stays cheap: Spark imports it
-in every Python worker that looks up data sources.
+in every Python worker that looks up data sources. Each hook runs in a process of Spark's (creating the
+source, planning a read, creating a writer), whose heap it freezes first (`worker_heap`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,12 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 
+def _in_spark_process() -> None:
+    from .worker_heap import freeze_worker_heap
+
+    freeze_worker_heap()
+
+
 class RocketMQDataSource(DataSource):
     """`spark.read/readStream/write/writeStream.format("rocketmq")` (options: see README)."""
 
@@ -24,26 +31,31 @@ class RocketMQDataSource(DataSource):
         return "rocketmq"
 
     def schema(self) -> StructType:
+        _in_spark_process()
         from .schema import SCHEMA
 
         return SCHEMA
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        _in_spark_process()
         from .batch_reader import RocketMQBatchReader
 
         return RocketMQBatchReader(self.options, schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        _in_spark_process()
         from .stream_reader import RocketMQStreamReader
 
         return RocketMQStreamReader(self.options, schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        _in_spark_process()
         from .writer import RocketMQBatchWriter
 
         return RocketMQBatchWriter(self.options, schema, overwrite)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        _in_spark_process()
         from .writer import RocketMQStreamWriter
 
         return RocketMQStreamWriter(self.options, schema, overwrite)

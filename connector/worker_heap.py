@@ -1,18 +1,23 @@
-"""The Python worker's heap, frozen out of the cyclic garbage collector once the connector is set up in it.
+"""The heap of a Python process Spark runs, frozen out of the cyclic garbage collector once the connector is
+set up in it.
 
-A reused Spark Python worker runs a full `gc.collect()` after every task (pyspark/daemon.py, `manager`);
-that walks every object the worker holds: pyspark, pyarrow and the connector's modules, ~80,000 objects
-costing 20–60 ms of CPU per task here, more than a small task's read. `freeze_worker_heap()` moves the
-objects alive once a task has its client (modules, the client and its connections: they live as long as
-the worker) to the permanent generation (`gc.freeze()`), so later collections only walk what later tasks
-create. Objects frozen this way are still freed by reference counting; only cycles among them would
-outlive the worker's collections. It does nothing outside a Spark worker (the driver, a user's process).
+Spark runs Python in processes forked by its daemon: the tasks' workers (`pyspark.worker`) and, for a
+Python data source, the processes that create it, plan a read, create a writer and commit a write
+(`pyspark.sql.worker.*`). Each is reused, and runs a full `gc.collect()` after every task it serves
+(pyspark/daemon.py, `manager`); that walks every object the process holds: pyspark, pyarrow and the
+connector's modules, ~80,000 objects, 20–60 ms of CPU each time here. A batch read pays it in its create
+and plan processes and in every task's worker; a small task's read costs less. `freeze_worker_heap()`
+moves the objects alive once the connector is set up (modules, a worker's client and its connections:
+they live as long as the process) to the permanent generation (`gc.freeze()`), so later collections only
+walk what later calls create. Frozen objects are still freed by reference counting; only cycles among
+them would outlive the collections. It does nothing outside a process Spark runs (the driver, a user's
+process): every one of Spark's Python worker modules imports `pyspark.worker_util`, and nothing else does.
 
-A later task freezes again when the worker has imported modules since: PySpark's write task imports pandas
-after the writer returns (`pa.array` on its commit message), which left ~30,000 objects unfrozen and every
-later task of that worker, reads included, paid a 50 ms collection after it. Module objects live as long
-as the worker, and a task starts right after the previous one's full collection, so what is frozen then
-is what the worker keeps anyway.
+A later call freezes again when the process has imported modules since: PySpark's write task imports
+pandas after the writer returns (`pa.array` on its commit message), which left ~30,000 objects unfrozen
+and every later task of that worker, reads included, paid a 50 ms collection after it. Module objects
+live as long as the process, and a task starts right after the previous one's full collection, so what
+is frozen then is what the process keeps anyway.
 
 With glibc the same call also keeps freed memory in the worker (`keep_freed_memory`): by default glibc
 hands memory back to the kernel as soon as a few hundred KiB to a few MiB are free (heap top trimming,
@@ -37,12 +42,17 @@ _frozen_in_pid: int | None = None
 _modules_at_freeze = 0
 
 
+#: Imported by every one of PySpark's Python worker modules (tasks, data source planning and commits,
+#: streaming runners), by none of its driver-side ones.
+_SPARK_WORKER_MODULE = "pyspark.worker_util"
+
+
 def freeze_worker_heap() -> None:
-    """In a Spark Python worker, at a task's start: collect the young generations and freeze what is alive,
-    the first time and again whenever modules were imported since the last freeze."""
+    """In a Python process Spark runs, at the start of a task or of a data source call: collect the young
+    generations and freeze what is alive, the first time and again whenever modules were imported since."""
     global _frozen_in_pid, _modules_at_freeze
     pid, modules = os.getpid(), len(sys.modules)
-    if (_frozen_in_pid == pid and modules == _modules_at_freeze) or "pyspark.worker" not in sys.modules:
+    if (_frozen_in_pid == pid and modules == _modules_at_freeze) or _SPARK_WORKER_MODULE not in sys.modules:
         return
     first = _frozen_in_pid != pid
     _frozen_in_pid, _modules_at_freeze = pid, modules

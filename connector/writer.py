@@ -167,10 +167,12 @@ class RocketMQBatchWriter(_SinkWriter, DataSourceArrowWriter):
         return self._write(iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        freeze_worker_heap()  # in Spark's commit process
         total, ok, _ = summarize(messages)
         log.info("rocketmq sink: write committed, %d tasks: %s", ok, _describe(total))
 
     def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        freeze_worker_heap()  # in Spark's commit process
         total, ok, failed = summarize(messages)
         log.warning(
             "rocketmq sink: write aborted, %d of %d tasks failed; the %d tasks that succeeded had sent %s "
@@ -192,10 +194,12 @@ class RocketMQStreamWriter(_SinkWriter, DataSourceStreamArrowWriter):
         return self._write(iterator)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        freeze_worker_heap()  # in Spark's commit process
         total, ok, _ = summarize(messages)
         log.info("rocketmq sink: micro-batch %d committed, %d tasks: %s", batchId, ok, _describe(total))
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        freeze_worker_heap()  # in Spark's commit process
         total, ok, failed = summarize(messages)
         log.warning(
             "rocketmq sink: micro-batch %d aborted, %d of %d tasks failed; the %d tasks that succeeded had "

@@ -15,7 +15,7 @@ from connector.worker_heap import freeze_worker_heap
 freeze_worker_heap()
 before = gc.get_freeze_count()
 if {in_worker}:
-    sys.modules["pyspark.worker"] = sys  # what a Spark Python worker has imported
+    sys.modules["pyspark.worker_util"] = sys  # what a Spark Python worker has imported
 freeze_worker_heap()
 first = gc.get_freeze_count()
 junk = [[] for _ in range(1000)]
@@ -30,13 +30,16 @@ print(before, first, again, after_import, gc.get_freeze_count())
 """
 
 
-def _run(probe: str, in_worker: bool) -> list[int]:
-    """The integers `probe` prints, run in a fresh interpreter that looks like a Spark worker or not."""
-    out = subprocess.run(
-        [sys.executable, "-c", probe.format(in_worker=in_worker)], capture_output=True, text=True, timeout=60
-    )
+def _python(code: str) -> list[int]:
+    """The integers `code` prints, run in a fresh interpreter."""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     return [int(x) for x in out.stdout.split()]
+
+
+def _run(probe: str, in_worker: bool) -> list[int]:
+    """The integers `probe` prints, run in a fresh interpreter that looks like a Spark worker or not."""
+    return _python(probe.format(in_worker=in_worker))
 
 
 def _counts(in_worker: bool) -> list[int]:
@@ -55,11 +58,63 @@ def test_any_other_process_is_left_alone() -> None:
     assert _counts(in_worker=False) == [0, 0, 0, 0, 0]
 
 
+# Spark's Python processes: the tasks' workers, and a Python data source's create, plan, writer and commit
+# processes (each reused, each running a full collection after every call it serves).
+_SPARK_PROCESSES = [
+    "pyspark.worker",
+    "pyspark.sql.worker.create_data_source",
+    "pyspark.sql.worker.plan_data_source_read",
+    "pyspark.sql.worker.write_into_data_source",
+    "pyspark.sql.worker.commit_data_source_write",
+    "pyspark.sql.streaming.python_streaming_source_runner",
+]
+
+_HOOKS_PROBE = """
+import gc, importlib
+for module in {modules!r}:
+    importlib.import_module(module)
+import connector.worker_heap as heap
+from connector.datasource import RocketMQDataSource
+from connector.schema import SCHEMA
+from pyspark.sql.types import BinaryType, StructField, StructType
+ROWS = StructType([StructField("body", BinaryType())])
+source = RocketMQDataSource({{"endpoints": "127.0.0.1:1", "topic": "t"}})
+calls = {{
+    "schema": lambda: source.schema(),
+    "reader": lambda: source.reader(SCHEMA),
+    "streamReader": lambda: source.streamReader(SCHEMA),
+    "writer": lambda: source.writer(ROWS, False),
+    "streamWriter": lambda: source.streamWriter(ROWS, False),
+}}
+frozen = []
+for call in calls.values():
+    gc.unfreeze()
+    heap._frozen_in_pid = None  # each hook as the first call in a new process of Spark's
+    call()
+    frozen.append(gc.get_freeze_count())
+print(*frozen)
+"""
+
+
+@pytest.mark.parametrize("module", _SPARK_PROCESSES)
+def test_the_sources_hooks_freeze_the_heap_of_each_of_sparks_python_processes(module: str) -> None:
+    """Importing the module Spark runs a process with is what makes it one of Spark's (the real modules of
+    the pinned PySpark); then every hook of the data source freezes the heap before its work."""
+    frozen = _python(_HOOKS_PROBE.format(modules=[module]))
+    assert len(frozen) == 5 and min(frozen) > 1000, frozen
+
+
+def test_the_sources_hooks_leave_the_driver_alone() -> None:
+    """The user's process: PySpark's session, data source and streaming modules, no worker module."""
+    driver = ["pyspark.sql", "pyspark.sql.session", "pyspark.sql.datasource", "pyspark.sql.streaming"]
+    assert _python(_HOOKS_PROBE.format(modules=driver)) == [0, 0, 0, 0, 0]
+
+
 _FAULTS_PROBE = """
 import resource, sys
 from connector.worker_heap import freeze_worker_heap
 if {in_worker}:
-    sys.modules["pyspark.worker"] = sys
+    sys.modules["pyspark.worker_util"] = sys
 freeze_worker_heap()
 
 def cycle():
