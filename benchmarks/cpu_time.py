@@ -50,8 +50,9 @@ def snapshot(emulator_pid: int | Collection[int] | None, ignore: Collection[int]
     """CPU seconds so far of the emulator process (or of the given broker processes: the stack comparison's
     RocketMQ or Kafka JVMs), of this driver's Spark JVM (main class SparkSubmit: never a broker's JVM) and
     of its Python processes (the daemon and its workers, the planning and streaming-runner processes,
-    living or reaped by the JVM), and the emulator group's BROKER_DETAIL. `ignore`: processes counted in no group (another stack's idle broker,
-    such as the emulator while a real broker is measured, which would otherwise count as Spark's Python).
+    living or reaped by the JVM), and the emulator group's BROKER_DETAIL. `ignore`: processes counted in no
+    group (another stack's idle broker, such as the emulator while a real broker is measured, which would
+    otherwise count as Spark's Python).
 
     A process reaped while the tree is read (a stream's runner, stopped by the JVM as its query ends) can be
     missed both as itself and in its parent's children's times, or counted in both; the tree is then read

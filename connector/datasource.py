@@ -17,7 +17,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 
-def _in_spark_process() -> None:
+def _freeze_spark_process_heap() -> None:
     from .worker_heap import freeze_worker_heap
 
     freeze_worker_heap()
@@ -31,31 +31,31 @@ class RocketMQDataSource(DataSource):
         return "rocketmq"
 
     def schema(self) -> StructType:
-        _in_spark_process()
+        _freeze_spark_process_heap()
         from .schema import SCHEMA
 
         return SCHEMA
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        _in_spark_process()
+        _freeze_spark_process_heap()
         from .batch_reader import RocketMQBatchReader
 
         return RocketMQBatchReader(self.options, schema)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        _in_spark_process()
+        _freeze_spark_process_heap()
         from .stream_reader import RocketMQStreamReader
 
         return RocketMQStreamReader(self.options, schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        _in_spark_process()
+        _freeze_spark_process_heap()
         from .writer import RocketMQBatchWriter
 
         return RocketMQBatchWriter(self.options, schema, overwrite)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        _in_spark_process()
+        _freeze_spark_process_heap()
         from .writer import RocketMQStreamWriter
 
         return RocketMQStreamWriter(self.options, schema, overwrite)
