@@ -79,8 +79,8 @@ def _read_tree(
             if proc.pid in ignored:
                 continue
             if proc.pid in brokers:
-                out["emulator"] += _cpu(proc)
                 t = proc.cpu_times()
+                out["emulator"] += t.user + t.system + t.children_user + t.children_system
                 out["emulator_kernel"] += t.system + t.children_system
                 out["emulator_faults"] += _minor_faults(proc.pid)
             elif proc.name().startswith("python"):

@@ -5,6 +5,8 @@ each task that the writer does not."""
 
 from __future__ import annotations
 
+from connector.worker_heap import freeze_worker_heap
+
 
 def discard_source() -> type:
     """The `discard` data source: a Python Arrow writer that counts its rows and drops them (the ceiling
@@ -19,14 +21,10 @@ def discard_source() -> type:
 
     class Discard(DataSourceArrowWriter):
         def write(self, iterator):  # type: ignore[no-untyped-def]
-            from connector.worker_heap import freeze_worker_heap
-
             freeze_worker_heap()
             return Count(sum(b.num_rows for b in iterator))
 
         def commit(self, messages):  # type: ignore[no-untyped-def]
-            from connector.worker_heap import freeze_worker_heap
-
             freeze_worker_heap()  # in Spark's commit process, as the rocketmq writer's commit
 
     class DiscardSource(DataSource):
@@ -35,8 +33,6 @@ def discard_source() -> type:
             return "discard"
 
         def writer(self, schema, overwrite):  # type: ignore[no-untyped-def]
-            from connector.worker_heap import freeze_worker_heap
-
             freeze_worker_heap()  # as the rocketmq source's hooks do, in Spark's processes
             return Discard()
 
@@ -62,8 +58,6 @@ def busy_source() -> type:
         def write(self, iterator):  # type: ignore[no-untyped-def]
             import time
 
-            from connector.worker_heap import freeze_worker_heap
-
             freeze_worker_heap()
             rows = 0
             for batch in iterator:
@@ -74,8 +68,6 @@ def busy_source() -> type:
             return Count(rows)
 
         def commit(self, messages):  # type: ignore[no-untyped-def]
-            from connector.worker_heap import freeze_worker_heap
-
             freeze_worker_heap()  # in Spark's commit process, as the rocketmq writer's commit
 
     class BusySource(DataSource):
@@ -84,8 +76,6 @@ def busy_source() -> type:
             return "busy"
 
         def writer(self, schema, overwrite):  # type: ignore[no-untyped-def]
-            from connector.worker_heap import freeze_worker_heap
-
             freeze_worker_heap()  # as the rocketmq source's hooks do, in Spark's processes
             return Busy(float(self.options.get("us", "0")))
 
