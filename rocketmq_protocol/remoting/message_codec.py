@@ -59,6 +59,12 @@ from .properties import (
     parse_property_rows,
 )
 
+try:  # the C scan of the common layout (setup.py builds it where a compiler is present)
+    from . import _stored_scan
+except ImportError:
+    _stored_scan = None
+
+
 __all__ = [
     "BATCH_SCHEMA",
     "MAGIC_V1",
@@ -372,10 +378,9 @@ def decode_stored(
     if unknown:
         raise ValueError(f"decode_stored: no column {unknown}; the columns are {STORED_SCHEMA.names}")
     buf, spans = _concat(bodies)
-    starts = record_starts(buf, spans, _MIN_STORED)
+    records = _scanned(buf, spans) or _NumpyRecords(buf, record_starts(buf, spans, _MIN_STORED))
     return _decode_records(
-        buf,
-        starts,
+        records,
         decompress=decompress,
         derive=derive,
         extra_names=tuple(extra_properties),
@@ -463,9 +468,117 @@ class _Heads:
             self._fields[name][rows] = rec6[name]
 
 
+class _NumpyRecords:
+    """The records at `starts` of `buf`, located and checked with whole-array operations (any layout):
+    what `_decode_records` reads of them."""
+
+    def __init__(self, buf: np.ndarray, starts: np.ndarray) -> None:
+        self.n = len(starts)
+        heads = self._heads = _Heads(buf, starts)
+        self.field = heads.field
+        self.sysflag, self.born_ip, self.store_ip = heads.sysflag, heads.born_ip, heads.store_ip
+        self._buf = buf
+        body_len = heads.field("body_len").astype(np.int64)
+        self._body_start = starts + heads.head_len
+        self._body_len = body_len
+        record_end = starts + heads.field("size")
+        topic_pos = self._body_start + body_len
+        v2 = heads.magic == MAGIC_V2
+        bad = np.flatnonzero((body_len < 0) | (topic_pos + 1 + v2 + 2 > record_end))
+        if len(bad):
+            _layout_error(bad, starts, "BODYLEN runs past the record")
+        # Topic and properties: read from one compact copy of the records' tails when they have one length
+        # (one producer's messages), else in place. `tail` is that buffer; positions from here on index it.
+        tail, topic_pos, record_end = _tails(buf, topic_pos, record_end)
+        topic_len = tail[topic_pos].astype(np.int64)
+        if v2.any():
+            topic_len = np.where(v2, gather(tail, topic_pos, ">i2"), topic_len)
+        topic_start = topic_pos + 1 + v2
+        props_pos = topic_start + topic_len
+        bad = np.flatnonzero((topic_len < 0) | (props_pos + 2 > record_end))
+        if len(bad):
+            _layout_error(bad, starts, "TOPICLEN runs past the record")
+        props_len = gather(tail, props_pos, ">i2").astype(np.int64)
+        props_start = props_pos + 2
+        bad = np.flatnonzero((props_len < 0) | (props_start + props_len != record_end))
+        if len(bad):
+            _layout_error(bad, starts, "PROPLEN does not end at TOTALSIZE")
+        self._tail, self._topic_start, self._topic_len = tail, topic_start, topic_len
+        self._props_start, self._props_len = props_start, props_len
+
+    def body(self, decompress: bool) -> pa.Array:
+        return _bodies(self._buf, self._body_start, self._body_len, self.sysflag if decompress else None)
+
+    def topic(self) -> pa.Array:
+        return _repeated_or_views(self._tail, self._topic_start, self._topic_len)
+
+    def property_rows(self) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray] | None] | None:
+        """The property strings as rows of one width, when they have one length, with each byte column's
+        highest and lowest value if already known (`parse_property_rows`'s `folded`); else None."""
+        width = self._props_len
+        if not (width == width[0]).all():
+            return None
+        return rows_at(self._tail, self._props_start, int(width[0])), None
+
+    def raw_properties(self) -> pa.Array:
+        return view_array(pa.string(), [self._tail], self._props_start, self._props_len)
+
+
+#: The columns `_stored_scan.scan_stored` returns, in its order: int32 fields, then int64 fields.
+_SCANNED_I32 = ("queue_id", "flag", "crc", "sysflag", "born_port", "store_port", "reconsume")
+_SCANNED_I64 = ("queue_offset", "commitlog_offset", "born_ts", "store_ts", "prepared")
+
+
+class _ScannedRecords:
+    """The records as `_stored_scan.scan_stored` found them (common layout only: IPv4 hosts, bodies not
+    compressed): every column already gathered, in native order."""
+
+    def __init__(self, scanned: tuple) -> None:
+        n, self._props_width, i32, i64, born_ip, store_ip, *self._parts = scanned
+        self.n = n
+        a32 = np.frombuffer(i32, np.int32).reshape(len(_SCANNED_I32), n)
+        a64 = np.frombuffer(i64, np.int64).reshape(len(_SCANNED_I64), n)
+        self._fields = {
+            **dict(zip(_SCANNED_I32, a32, strict=True)),
+            **dict(zip(_SCANNED_I64, a64, strict=True)),
+        }
+        self.sysflag = self._fields["sysflag"]
+        self.born_ip = np.frombuffer(born_ip, np.uint8).reshape(n, 4)
+        self.store_ip = np.frombuffer(store_ip, np.uint8).reshape(n, 4)
+
+    def field(self, name: str) -> np.ndarray:
+        return self._fields[name]
+
+    def _strings(self, typ: pa.DataType, part: int) -> pa.Array:
+        offsets, data = self._parts[2 * part], self._parts[2 * part + 1]
+        return pa.Array.from_buffers(typ, self.n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+    def body(self, decompress: bool) -> pa.Array:  # scan_stored leaves COMPRESSED pulls to _NumpyRecords
+        return self._strings(pa.binary(), 0)
+
+    def topic(self) -> pa.Array:
+        return self._strings(pa.string(), 1)
+
+    def property_rows(self) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray] | None] | None:
+        if self._props_width < 0:
+            return None
+        rows = np.frombuffer(self._parts[5], np.uint8).reshape(self.n, self._props_width)
+        return rows, (np.frombuffer(self._parts[6], np.uint8), np.frombuffer(self._parts[7], np.uint8))
+
+    def raw_properties(self) -> pa.Array:
+        return self._strings(pa.string(), 2)
+
+
+def _scanned(buf: np.ndarray, spans: Sequence[tuple[int, int]]) -> _ScannedRecords | None:
+    """The records of `buf`'s spans through the C scan, when it is built and they have the common layout."""
+    if _stored_scan is None or not len(buf):
+        return None
+    scanned = _stored_scan.scan_stored(buf, np.array(spans, dtype=np.int64).reshape(-1))
+    return None if scanned is None or not scanned[0] else _ScannedRecords(scanned)
+
+
 def _decode_records(
-    buf: np.ndarray,
-    starts: np.ndarray,
+    records: _NumpyRecords | _ScannedRecords,
     *,
     decompress: bool,
     derive: bool,
@@ -474,47 +587,22 @@ def _decode_records(
     wanted: frozenset[str] = frozenset(STORED_SCHEMA.names),
     host_ports: bool = True,
 ) -> pa.RecordBatch:
-    n = len(starts)
+    n = records.n
     schema = pa.schema([f for f in STORED_SCHEMA if f.name in wanted])
     for name in extra_names:
         schema = schema.append(pa.field(name, pa.string()))
     if n == 0:
         return pa.RecordBatch.from_pylist([], schema=schema)
-    heads = _Heads(buf, starts)
-    magic, sysflag = heads.magic, heads.sysflag
-    body_len = heads.field("body_len").astype(np.int64)
-    body_start = starts + heads.head_len
-    record_end = starts + heads.field("size")
-    topic_pos = body_start + body_len
-    v2 = magic == MAGIC_V2
-    bad = np.flatnonzero((body_len < 0) | (topic_pos + 1 + v2 + 2 > record_end))
-    if len(bad):
-        _layout_error(bad, starts, "BODYLEN runs past the record")
-    # Topic and properties: read from one compact copy of the records' tails when they have one length (one
-    # producer's messages), else in place. `tail` is that buffer; positions from here on index it.
-    tail, topic_pos, record_end = _tails(buf, topic_pos, record_end)
-    topic_len = tail[topic_pos].astype(np.int64)
-    if v2.any():
-        topic_len = np.where(v2, gather(tail, topic_pos, ">i2"), topic_len)
-    topic_start = topic_pos + 1 + v2
-    props_pos = topic_start + topic_len
-    bad = np.flatnonzero((topic_len < 0) | (props_pos + 2 > record_end))
-    if len(bad):
-        _layout_error(bad, starts, "TOPICLEN runs past the record")
-    props_len = gather(tail, props_pos, ">i2").astype(np.int64)
-    props_start = props_pos + 2
-    bad = np.flatnonzero((props_len < 0) | (props_start + props_len != record_end))
-    if len(bad):
-        _layout_error(bad, starts, "PROPLEN does not end at TOTALSIZE")
+    sysflag, field = records.sysflag, records.field
 
     arrays: dict[str, pa.Array] = {}
     if "body" in wanted:
-        arrays["body"] = _bodies(buf, body_start, body_len, sysflag if decompress else None)
+        arrays["body"] = records.body(decompress)
     if "topic" in wanted:
-        arrays["topic"] = _repeated_or_views(tail, topic_start, topic_len)
-    for column, (field, storage, typ) in _FIELD_COLUMNS.items():
+        arrays["topic"] = records.topic()
+    for column, (name, storage, typ) in _FIELD_COLUMNS.items():
         if column in wanted:
-            arrays[column] = from_numpy(heads.field(field), storage).view(typ)
+            arrays[column] = from_numpy(field(name), storage).view(typ)
     if "sysflag" in wanted:  # inflated bodies are no longer COMPRESSED
         out_sysflag = sysflag & ~np.int32(MessageSysFlag.COMPRESSED) if decompress else sysflag
         arrays["sysflag"] = from_numpy(out_sysflag, pa.int32())
@@ -523,28 +611,29 @@ def _decode_records(
     parsed = None
     property_names = (*WELL_KNOWN, *(name for name in extra_names if name not in WELL_KNOWN))
     keep_raw = raw_properties and "raw_properties" in wanted
-    if (derived or extra_names) and not keep_raw and (props_len == props_len[0]).all():
-        # one property layout: parsed as rows of one width
-        parsed = parse_property_rows(rows_at(tail, props_start, int(props_len[0])), property_names)
+    if (derived or extra_names) and not keep_raw:
+        uniform = records.property_rows()
+        if uniform is not None:  # one property layout: parsed as rows of one width
+            parsed = parse_property_rows(uniform[0], property_names, folded=uniform[1])
     raw_props = None
     if keep_raw or ((derived or extra_names) and parsed is None):
-        raw_props = view_array(pa.string(), [tail], props_start, props_len)
+        raw_props = records.raw_properties()
     if "raw_properties" in wanted:
         arrays["raw_properties"] = raw_props if raw_props is not None else pa.nulls(n, pa.string())
     store_v6 = (sysflag & MessageSysFlag.STOREHOST_V6) != 0
     if "born_host" in wanted:
         born_v6 = (sysflag & MessageSysFlag.BORNHOST_V6) != 0
-        arrays["born_host"] = _hosts(heads.born_ip, heads.field("born_port") if host_ports else None, born_v6)
+        arrays["born_host"] = _hosts(records.born_ip, field("born_port") if host_ports else None, born_v6)
     if "store_host" in wanted:
-        ports = heads.field("store_port") if host_ports else None
-        arrays["store_host"] = _hosts(heads.store_ip, ports, store_v6)
+        ports = field("store_port") if host_ports else None
+        arrays["store_host"] = _hosts(records.store_ip, ports, store_v6)
 
     def offset_ids(rows: np.ndarray | None = None) -> pa.Array:
         sel = slice(None) if rows is None else rows
         return _offset_ids(
-            heads.store_ip[sel],
-            heads.field("store_port")[sel],
-            heads.field("commitlog_offset")[sel],
+            records.store_ip[sel],
+            field("store_port")[sel],
+            field("commitlog_offset")[sel],
             store_v6[sel],
         )
 

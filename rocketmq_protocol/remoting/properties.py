@@ -261,15 +261,22 @@ def _parse_uniform(arr: pa.Array, names: Sequence[str], hidden: frozenset[str]) 
 
 
 def parse_property_rows(
-    rows: np.ndarray, names: Sequence[str] = WELL_KNOWN, hidden: frozenset[str] = HIDDEN_FROM_READER
+    rows: np.ndarray,
+    names: Sequence[str] = WELL_KNOWN,
+    hidden: frozenset[str] = HIDDEN_FROM_READER,
+    folded: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> PropertyColumns | None:
     """`parse_properties_column` of property strings given as the rows of a (n, width) uint8 array (may be
-    a strided view into the records that hold them), when they differ only inside values; else None."""
+    a strided view into the records that hold them), when they differ only inside values; else None.
+    `folded`: each byte column's highest and lowest value, when the caller already has them."""
     n, width = rows.shape
     if n < 2 or not width or not UNIFORM_FAST_PATH:
         return None
-    rows = np.ascontiguousarray(rows)  # folding a strided view of the records loops per row
-    high, low = fold_rows(rows, np.maximum), fold_rows(rows, np.minimum)
+    if folded is None:
+        rows = np.ascontiguousarray(rows)  # folding a strided view of the records loops per row
+        high, low = fold_rows(rows, np.maximum), fold_rows(rows, np.minimum)
+    else:
+        high, low = folded
     varies = high != low  # per byte column: where the rows differ
     items = _uniform_items(rows[0].tobytes())
     inside = np.zeros(width, dtype=bool)

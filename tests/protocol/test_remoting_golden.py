@@ -33,6 +33,9 @@ from rocketmq_protocol.remoting.properties import HIDDEN_FROM_READER, decode_pro
 from rocketmq_protocol.remoting.route import ClusterInfo, TopicList, TopicRouteData
 from rocketmq_protocol.remoting.signature import calculate_signature, content_to_sign, verify
 
+# Every decode runs with each stored-record decoder (tests/protocol/conftest.py).
+pytestmark = pytest.mark.usefixtures("stored_decoder")
+
 GOLDEN = Path(__file__).parent / "golden"
 VERSIONS = sorted(p.name for p in GOLDEN.glob("rocketmq-*"))
 STYLE = {"rocketmq-5.5.0": "fastjson2", "rocketmq-5.3.3": "fastjson1"}

@@ -36,6 +36,9 @@ from rocketmq_protocol.remoting.properties import (
     parse_properties_column,
 )
 
+# Every decode runs with each stored-record decoder (tests/protocol/conftest.py).
+pytestmark = pytest.mark.usefixtures("stored_decoder")
+
 names = st.text(
     st.characters(blacklist_characters="\x01\x02", blacklist_categories=("Cs",)), min_size=1, max_size=12
 )

@@ -1,0 +1,195 @@
+"""The C scan of stored records (`rocketmq_protocol/remoting/_stored_scan.c`) against the numpy decoder: the
+same batches for every input it takes, None (the numpy path decides) for every input it does not."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import struct
+import zlib
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rocketmq_protocol.remoting import message_codec
+from rocketmq_protocol.remoting.errors import MessageDecodeError
+from rocketmq_protocol.remoting.flags import MessageSysFlag
+from rocketmq_protocol.remoting.message_codec import decode_stored, encode_stored
+from rocketmq_protocol.remoting.properties import encode_properties
+
+SCAN = message_codec._stored_scan
+
+
+def test_the_c_scan_is_built_in_ci():
+    """CI installs with a compiler present: the build must not silently fall back to numpy there."""
+    if SCAN is None and not os.environ.get("CI"):
+        pytest.skip("the C scan is not built here (no compiler at install)")
+    assert SCAN is not None
+
+
+needs_scan = pytest.mark.skipif(SCAN is None, reason="the C scan is not built here")
+
+names = st.text(st.characters(blacklist_characters="\x01\x02", blacklist_categories=("Cs",)), max_size=10)
+record = st.fixed_dictionaries(
+    {
+        "topic": st.one_of(
+            st.sampled_from(["T", "TopicTest", ""]), st.text("ab%", min_size=120, max_size=300)
+        ),
+        "body": st.binary(max_size=60),
+        "props": st.one_of(
+            st.dictionaries(names.filter(bool), names, max_size=4),
+            st.fixed_dictionaries({"UNIQ_KEY": st.text("0123456789ABCDEF", min_size=32, max_size=32)}),
+        ),
+        "queue_id": st.integers(-(2**31), 2**31 - 1),
+        "offset": st.integers(-(2**63), 2**63 - 1),
+        "ts": st.integers(0, 2**45),
+        "born": st.tuples(st.ip_addresses(v=4), st.integers(0, 65535)).map(lambda t: f"{t[0]}:{t[1]}"),
+        "flag": st.integers(-(2**31), 2**31 - 1),
+        "reconsume": st.integers(0, 2**31 - 1),
+    }
+)
+
+
+def _records(msgs: list[dict], **extra: object) -> bytes:
+    return encode_stored(
+        topic=pa.array([m["topic"] for m in msgs], pa.string()),
+        queue_id=np.array([m["queue_id"] for m in msgs]),
+        queue_offset=np.array([m["offset"] for m in msgs], dtype=np.int64),
+        commitlog_offset=np.array([m["offset"] // 3 for m in msgs], dtype=np.int64),
+        body=pa.array([m["body"] for m in msgs], pa.binary()),
+        properties=pa.array([encode_properties(m["props"]) for m in msgs], pa.string()),
+        born_timestamp=np.array([m["ts"] for m in msgs], dtype=np.int64),
+        store_timestamp=np.array([m["ts"] + 7 for m in msgs], dtype=np.int64),
+        born_host=pa.array([m["born"] for m in msgs]),
+        store_host=pa.array(["10.0.0.5:10911"] * len(msgs)),
+        flag=np.array([m["flag"] for m in msgs], dtype=np.int32),
+        reconsume_times=np.array([m["reconsume"] for m in msgs], dtype=np.int32),
+        **extra,
+    )
+
+
+def _both(bodies: list[bytes], **kw: object) -> tuple[pa.RecordBatch, pa.RecordBatch]:
+    """decode_stored with the C scan, then with numpy alone."""
+    with_scan = decode_stored(bodies, **kw)
+    message_codec._stored_scan = None
+    try:
+        alone = decode_stored(bodies, **kw)
+    finally:
+        message_codec._stored_scan = SCAN
+    return with_scan, alone
+
+
+def _scan(bodies: list[bytes]) -> tuple | None:
+    buf, spans = message_codec._concat(bodies)
+    return SCAN.scan_stored(buf, np.array(spans, dtype=np.int64).reshape(-1))
+
+
+@needs_scan
+@settings(max_examples=150, deadline=None)
+@given(
+    msgs=st.lists(record, min_size=1, max_size=12),
+    cuts=st.lists(st.integers(0, 12), max_size=4),
+    raw=st.booleans(),
+    same_props=st.booleans(),
+)
+def test_the_scan_decodes_as_numpy_does(msgs, cuts, raw, same_props):
+    """Any messages of the common layout, split into answers anywhere between records: the scan takes
+    them, and every column (the property-derived ones too, from rows of one width or not) is numpy's."""
+    if same_props:
+        msgs = [{**m, "props": msgs[0]["props"]} for m in msgs]
+    pieces = [_records([m]) for m in msgs]
+    bounds = sorted({0, len(pieces), *(c for c in cuts if c <= len(pieces))})
+    bodies = [b"".join(pieces[a:b]) for a, b in itertools.pairwise(bounds)]
+    assert _scan(bodies) is not None
+    got, want = _both(bodies, raw_properties=raw)
+    assert got.equals(want), (got.to_pylist(), want.to_pylist())
+    assert got.num_rows == len(msgs)
+
+
+@needs_scan
+def test_uniform_properties_come_with_their_column_folds():
+    msgs = [{"UNIQ_KEY": f"{i:032X}", "TAGS": "a"} for i in range(5)]
+    data = encode_stored(topic="T", queue_id=0, queue_offset=np.arange(5), commitlog_offset=np.arange(5),
+                         body=pa.array([b"x"] * 5), properties=pa.array(map(encode_properties, msgs)))  # fmt: skip
+    n, width, *_, props_off, props, high, low = _scan([data])
+    rows = np.frombuffer(props, np.uint8).reshape(n, width)
+    assert width == len(encode_properties(msgs[0]).encode())
+    assert bytes(high) == rows.max(axis=0).tobytes() and bytes(low) == rows.min(axis=0).tobytes()
+    assert np.frombuffer(props_off, np.int32).tolist() == list(range(0, 6 * width, width))
+
+
+def _one(props: str = "TAGS\x01a\x02", body: bytes = b"hello", **kw: object) -> bytes:
+    return encode_stored(topic="T", queue_id=0, queue_offset=np.array([0]), commitlog_offset=np.array([0]),
+                         body=pa.array([body]), properties=props, **kw)  # fmt: skip
+
+
+@needs_scan
+@pytest.mark.parametrize(
+    "data",
+    [
+        _one(born_host=pa.array(["[::1]:9"])),
+        _one(store_host=pa.array(["[fe80::1]:10911"])),
+        _one(body=zlib.compress(b"hello"), sysflag=np.array([int(MessageSysFlag.COMPRESSED)], np.int32)),
+    ],
+    ids=["born IPv6", "store IPv6", "compressed"],
+)
+def test_other_layouts_are_left_to_numpy(data):
+    assert _scan([data]) is None
+    assert decode_stored(data).column("body").to_pylist() == [b"hello"]
+
+
+@needs_scan
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda d: d[:-1],
+        lambda d: d + b"\0\0",
+        lambda d: struct.pack(">i", 10) + d[4:],
+        lambda d: struct.pack(">i", -5) + d[4:],
+        lambda d: struct.pack(">i", 2**31 - 1) + d[4:],
+        lambda d: d[:4] + b"\xca\xfe\xba\xbe" + d[8:],
+        lambda d: d[:84] + struct.pack(">i", 9999) + d[88:],
+        lambda d: d[:84] + struct.pack(">i", -1) + d[88:],
+        lambda d: d[:-9] + b"\x00\x09" + d[-7:],
+        lambda d: d[:-9] + b"\xff\xff" + d[-7:],
+    ],
+)
+def test_malformed_records_get_numpys_error(mutate):
+    """The scan refuses what the numpy decoder refuses, and leaves the error (its message) to it."""
+    data = mutate(_one() + _one())
+    assert _scan([data]) is None
+    message_codec._stored_scan = None
+    try:
+        with pytest.raises(MessageDecodeError) as alone:
+            decode_stored(data)
+    finally:
+        message_codec._stored_scan = SCAN
+    with pytest.raises(MessageDecodeError) as with_scan:
+        decode_stored(data)
+    assert str(with_scan.value) == str(alone.value)
+
+
+@needs_scan
+@settings(max_examples=400, deadline=None)
+@given(st.binary(max_size=400), st.integers(0, 500), st.integers(0, 3))
+def test_garbage_is_refused_or_decoded_as_numpy_does(data, cut, split):
+    """Random bytes, alone or after a real record cut anywhere, in up to four answers: the scan reads
+    nothing outside its buffer and never takes what numpy refuses."""
+    real = _one() + _one("UNIQ_KEY\x01" + "A" * 32 + "\x02")
+    whole = real[: cut % (len(real) + 1)] + data
+    at = sorted({0, len(whole), *(len(whole) * k // 4 for k in range(1, split + 1))})
+    bodies = [whole[a:b] for a, b in itertools.pairwise(at)] or [b""]
+    scanned = _scan(bodies)
+    message_codec._stored_scan = None
+    try:
+        want = decode_stored(bodies)
+    except MessageDecodeError:
+        assert scanned is None or scanned[0] == 0
+        return
+    finally:
+        message_codec._stored_scan = SCAN
+    if scanned is not None:
+        assert decode_stored(bodies).equals(want)
