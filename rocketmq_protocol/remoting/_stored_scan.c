@@ -20,8 +20,13 @@
 #define MIN_STORED 91  /* HEAD + 1-byte topic length + 2-byte properties length */
 #define NOT_COMMON 0x31u /* COMPRESSED | BORNHOST_V6 | STOREHOST_V6 */
 
-enum { I32_QUEUE_ID, I32_FLAG, I32_CRC, I32_SYSFLAG, I32_BORN_PORT, I32_STORE_PORT, I32_RECONSUME, N_I32 };
-enum { I64_QUEUE_OFFSET, I64_COMMITLOG_OFFSET, I64_BORN_TS, I64_STORE_TS, I64_PREPARED, N_I64 };
+/* Where the fixed fields sit in a record, in the order of the returned columns (message_codec's
+   _SCANNED_I32 and _SCANNED_I64): queue id, flag, body CRC, sysflag, born port, store port, reconsume
+   times; queue offset, commit-log offset, born timestamp, store timestamp, prepared transaction offset. */
+static const int I32_AT[] = {12, 16, 8, 36, 52, 68, 72};
+static const int I64_AT[] = {20, 28, 40, 56, 76};
+#define N_I32 ((int)(sizeof I32_AT / sizeof I32_AT[0]))
+#define N_I64 ((int)(sizeof I64_AT / sizeof I64_AT[0]))
 
 static inline uint32_t be32(const uint8_t *p) {
     uint32_t v;
@@ -169,18 +174,10 @@ static PyObject *scan_stored(PyObject *self, PyObject *args) {
         while (pos < end) {
             const uint8_t *rec = buf + pos;
             parts_of(rec, end - pos, &p); /* validated by the first pass */
-            i32[I32_QUEUE_ID * n + i] = (int32_t)be32(rec + 12);
-            i32[I32_FLAG * n + i] = (int32_t)be32(rec + 16);
-            i32[I32_CRC * n + i] = (int32_t)be32(rec + 8);
-            i32[I32_SYSFLAG * n + i] = (int32_t)be32(rec + 36);
-            i32[I32_BORN_PORT * n + i] = (int32_t)be32(rec + 52);
-            i32[I32_STORE_PORT * n + i] = (int32_t)be32(rec + 68);
-            i32[I32_RECONSUME * n + i] = (int32_t)be32(rec + 72);
-            i64[I64_QUEUE_OFFSET * n + i] = (int64_t)be64(rec + 20);
-            i64[I64_COMMITLOG_OFFSET * n + i] = (int64_t)be64(rec + 28);
-            i64[I64_BORN_TS * n + i] = (int64_t)be64(rec + 40);
-            i64[I64_STORE_TS * n + i] = (int64_t)be64(rec + 56);
-            i64[I64_PREPARED * n + i] = (int64_t)be64(rec + 76);
+            for (int f = 0; f < N_I32; f++)
+                i32[f * n + i] = (int32_t)be32(rec + I32_AT[f]);
+            for (int f = 0; f < N_I64; f++)
+                i64[f * n + i] = (int64_t)be64(rec + I64_AT[f]);
             memcpy(born_ip + 4 * i, rec + 48, 4);
             memcpy(store_ip + 4 * i, rec + 64, 4);
             memcpy(body + b, rec + HEAD, (size_t)p.body_len);

@@ -524,7 +524,7 @@ class _NumpyRecords:
         return view_array(pa.string(), [self._tail], self._props_start, self._props_len)
 
 
-#: The columns `_stored_scan.scan_stored` returns, in its order: int32 fields, then int64 fields.
+#: The columns `_stored_scan.scan_stored` returns, in its order (its I32_AT and I64_AT): int32 fields, then int64.
 _SCANNED_I32 = ("queue_id", "flag", "crc", "sysflag", "born_port", "store_port", "reconsume")
 _SCANNED_I64 = ("queue_offset", "commitlog_offset", "born_ts", "store_ts", "prepared")
 
