@@ -82,11 +82,12 @@ static int parts_of(const uint8_t *rec, int64_t room, Parts *out) {
     return 1;
 }
 
-static PyObject *new_bytes(Py_ssize_t n) {
+static PyObject *new_bytearray(Py_ssize_t n) {
     return PyByteArray_FromStringAndSize(NULL, n > 0 ? n : 0);
 }
 
 static PyObject *scan_stored(PyObject *self, PyObject *args) {
+    (void)self;
     Py_buffer data, spans;
     if (!PyArg_ParseTuple(args, "y*y*", &data, &spans))
         return NULL;
@@ -142,7 +143,7 @@ static PyObject *scan_stored(PyObject *self, PyObject *args) {
             out[i] = Py_NewRef(Py_None);
             continue;
         }
-        out[i] = new_bytes(i < 10 ? sizes[i] : width);
+        out[i] = new_bytearray(i < 10 ? sizes[i] : width);
         if (!out[i]) {
             for (int j = 0; j < i; j++)
                 Py_DECREF(out[j]);
@@ -219,6 +220,6 @@ static PyMethodDef methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_stored_scan", NULL, -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_stored_scan", NULL, -1, methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__stored_scan(void) { return PyModule_Create(&module); }
