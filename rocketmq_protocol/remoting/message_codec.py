@@ -477,7 +477,7 @@ class _NumpyRecords:
 
     def __init__(self, buf: np.ndarray, starts: np.ndarray) -> None:
         self.n = len(starts)
-        heads = self._heads = _Heads(buf, starts)
+        heads = _Heads(buf, starts)
         self.field = heads.field
         self.sysflag, self.born_ip, self.store_ip = heads.sysflag, heads.born_ip, heads.store_ip
         self._buf = buf

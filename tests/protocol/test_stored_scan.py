@@ -3,10 +3,12 @@ same batches for every input it takes, None (the numpy path decides) for every i
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import struct
 import zlib
+from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -71,15 +73,21 @@ def _records(msgs: list[dict], **extra: object) -> bytes:
     )
 
 
+@contextlib.contextmanager
+def numpy_alone() -> Iterator[None]:
+    """decode_stored without the C scan inside the block."""
+    message_codec._stored_scan = None
+    try:
+        yield
+    finally:
+        message_codec._stored_scan = SCAN
+
+
 def _both(bodies: list[bytes], **kw: object) -> tuple[pa.RecordBatch, pa.RecordBatch]:
     """decode_stored with the C scan, then with numpy alone."""
     with_scan = decode_stored(bodies, **kw)
-    message_codec._stored_scan = None
-    try:
-        alone = decode_stored(bodies, **kw)
-    finally:
-        message_codec._stored_scan = SCAN
-    return with_scan, alone
+    with numpy_alone():
+        return with_scan, decode_stored(bodies, **kw)
 
 
 def _scan(bodies: list[bytes]) -> tuple | None:
@@ -161,12 +169,8 @@ def test_malformed_records_get_numpys_error(mutate):
     """The scan refuses what the numpy decoder refuses, and leaves the error (its message) to it."""
     data = mutate(_one() + _one())
     assert _scan([data]) is None
-    message_codec._stored_scan = None
-    try:
-        with pytest.raises(MessageDecodeError) as alone:
-            decode_stored(data)
-    finally:
-        message_codec._stored_scan = SCAN
+    with numpy_alone(), pytest.raises(MessageDecodeError) as alone:
+        decode_stored(data)
     with pytest.raises(MessageDecodeError) as with_scan:
         decode_stored(data)
     assert str(with_scan.value) == str(alone.value)
@@ -183,13 +187,11 @@ def test_garbage_is_refused_or_decoded_as_numpy_does(data, cut, split):
     at = sorted({0, len(whole), *(len(whole) * k // 4 for k in range(1, split + 1))})
     bodies = [whole[a:b] for a, b in itertools.pairwise(at)] or [b""]
     scanned = _scan(bodies)
-    message_codec._stored_scan = None
     try:
-        want = decode_stored(bodies)
+        with numpy_alone():
+            want = decode_stored(bodies)
     except MessageDecodeError:
         assert scanned is None or scanned[0] == 0
         return
-    finally:
-        message_codec._stored_scan = SCAN
     if scanned is not None:
         assert decode_stored(bodies).equals(want)
