@@ -1,5 +1,6 @@
 """The remoting front end's record cache: kept pull answers are found by offset, admitted on their second
-encode, bounded by a budget; a pull served from it carries the bytes encoding again would give."""
+encode, bounded by a budget; a small pull's read-ahead is its queue's one window; a pull served from
+either carries the bytes encoding again would give."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from broker_emulator.remoting.record_cache import MIN_RECORDS, RecordCache
+from broker_emulator.remoting.messages import stored_record_buffer
+from broker_emulator.remoting.record_cache import MIN_RECORDS, READ_AHEAD_RECORDS, RecordCache
 from rocketmq_protocol.remoting.codes import RequestCode as Q
 from rocketmq_protocol.remoting.codes import ResponseCode as R
 from rocketmq_protocol.remoting.message_codec import encode_batch, record_starts
@@ -79,6 +81,40 @@ def test_an_answer_kept_twice_is_held_once() -> None:
     assert cache.bytes == MIN_RECORDS * 10
 
 
+def test_a_read_ahead_is_its_queues_one_window() -> None:
+    cache = RecordCache(1 << 20)
+    cache.keep_ahead("b", "t", 0, 0, *_answer(0, 100))  # kept at once: no second encode needed
+    records, starts = cache.lookup("b", "t", 0, 32, 32)
+    assert records.to_pybytes() == bytes(np.repeat(np.arange(32, 64, dtype=np.uint8), 10))
+    assert starts.tolist() == list(range(0, 330, 10))
+    cache.keep_ahead("b", "t", 1, 0, *_answer(0, 100))  # another queue's window is its own
+    cache.keep_ahead("b", "t", 0, 100, *_answer(100, 50))  # replaces queue 0's window
+    assert cache.lookup("b", "t", 0, 32, 1) is None
+    assert cache.lookup("b", "t", 0, 149, 1) is not None
+    assert cache.lookup("b", "t", 1, 99, 1) is not None
+    assert cache.bytes == 1500
+    _keep_twice(cache, 200, MIN_RECORDS)  # a kept answer beside the window
+    cache.keep_ahead("b", "t", 0, 150, *_answer(150, 50))
+    assert cache.lookup("b", "t", 0, 200, MIN_RECORDS) is not None
+    assert cache.bytes == 1500 + MIN_RECORDS * 10
+
+
+def test_read_aheads_share_the_budget_and_go_by_age() -> None:
+    cache = RecordCache(2000)
+    cache.keep_ahead("b", "t", 0, 0, *_answer(0, 100))
+    cache.keep_ahead("b", "t", 1, 0, *_answer(0, 100))
+    cache.keep_ahead("b", "t", 2, 0, *_answer(0, 100))  # over the budget: queue 0's goes
+    assert cache.lookup("b", "t", 0, 0, 1) is None
+    assert cache.lookup("b", "t", 2, 0, 1) is not None and cache.bytes == 2000
+    cache.keep_ahead("b", "t", 0, 100, *_answer(100, 100))  # its queue's window was evicted: kept anew
+    assert cache.lookup("b", "t", 0, 100, 1) is not None and cache.bytes == 2000
+    cache.keep_ahead("b", "t", 3, 0, *_answer(0, 201))  # larger than the whole budget: not kept
+    assert cache.lookup("b", "t", 3, 0, 1) is None and cache.bytes == 2000
+    off = RecordCache(0)
+    off.keep_ahead("b", "t", 0, 0, *_answer(0, 10))
+    assert off.lookup("b", "t", 0, 0, 1) is None and off.bytes == 0
+
+
 # ------------------------------------------------------------------------------------------ on the wire
 N = 3 * MIN_RECORDS
 
@@ -142,3 +178,41 @@ def test_a_disabled_cache_encodes_every_answer(rocketmq_emulator_factory) -> Non
         answers = {bytes(client.pull("plain", 0, 0, max_nums=MIN_RECORDS).body) for _ in range(3)}
     assert len(answers) == 1
     assert emu.server.record_cache.hits == 0 and emu.server.record_cache.bytes == 0
+
+
+def test_small_pulls_are_served_from_a_read_ahead_with_the_encoded_bytes(broker) -> None:
+    emu, client, bodies = broker
+    cache = emu.server.record_cache
+    core = emu.cluster.broker("broker-a")
+    expected = _records(
+        bytes(stored_record_buffer(core.store.get("cached", 0, 0, N).table, "cached", 0, core,
+                                   emu.cluster.config.cluster_name)[0])
+    )  # fmt: skip
+    assert N < READ_AHEAD_RECORDS  # the first small pull encodes all of them
+    got: list[bytes] = []
+    offset = 0
+    while offset < N:  # 32 a pull, as a Java push consumer asks, pipelined 16 at a time
+        opaques = [
+            client.send_pull("cached", 0, o, max_nums=32) for o in range(offset, min(offset + 512, N), 32)
+        ]
+        for opaque in opaques:
+            r = client.wait(opaque, 10.0)
+            assert r.code == R.SUCCESS, r.remark
+            got += _records(bytes(r.body))
+        offset = min(offset + 512, N)
+    assert got == expected
+    assert cache.hits == N // 32 - 1
+    assert cache.bytes == sum(map(len, expected))
+    # messages sent after the window was encoded: a pull past its end encodes a new one from there
+    more = encode_batch([b"late"] * 40, [f"UNIQ_KEY\x01L{i}\x02" for i in range(40)])
+    assert client.send_message("cached", more, queue_id=0, code=Q.SEND_BATCH_MESSAGE).code == R.SUCCESS
+    rows = messages(_pull(client, N - 8, 32)).to_pylist()
+    assert [m["queue_offset"] for m in rows] == list(range(N - 8, N + 24))
+    assert [m["body"] for m in rows] == bodies[N - 8 :] + [b"late"] * 24
+    hits = cache.hits
+    rows = messages(_pull(client, N + 24, 32)).to_pylist()
+    assert [m["body"] for m in rows] == [b"late"] * 16
+    assert cache.hits == hits + 1
+    # a filtered pull that skips rows is encoded as it is, the window left alone
+    tagged = messages(_pull(client, 0, 10, subscription="a")).to_pylist()
+    assert [m["queue_offset"] for m in tagged] == list(range(0, 20, 2))

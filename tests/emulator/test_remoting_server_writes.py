@@ -1,7 +1,7 @@
-"""How the remoting server writes its answers (broker_emulator/remoting/server.py, `Connection`): multi-MiB
-answers reach a reader slower than the server whole and in order with the answers around them; a
-connection closed after an answer sends it first; a reader that goes away with an answer unsent leaves
-the server serving."""
+"""How the remoting server writes its answers (broker_emulator/remoting/server.py, `Connection`): the frames
+of one event-loop turn go out in one write, large bodies uncopied; multi-MiB answers reach a reader slower
+than the server whole and in order with the answers around them; a connection closed after an answer
+sends it first; a reader that goes away with an answer unsent leaves the server serving."""
 
 from __future__ import annotations
 
@@ -158,3 +158,51 @@ def test_a_reader_gone_with_an_answer_unsent_leaves_the_server_serving(srv: _Ser
         s.sendall(_request(BIG, 2, 1000, 9))
         got, _ = _read(s, 1)
     assert bytes(got[0].body) == _pattern(1000, 9)
+
+
+class _RecordingTransport:
+    """What `Connection` writes to: each write() call's bytes, in order."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes | memoryview] = []
+        self.closing = False
+
+    def get_extra_info(self, name: str) -> object:
+        return ("127.0.0.1", 1234) if name == "peername" else None
+
+    def is_closing(self) -> bool:
+        return self.closing
+
+    def write(self, data: bytes | memoryview) -> None:
+        assert not self.closing
+        self.writes.append(data)
+
+    def close(self) -> None:
+        self.closing = True
+
+
+def test_the_frames_of_one_turn_go_out_in_one_write_large_bodies_uncopied() -> None:
+    async def scenario() -> _RecordingTransport:
+        transport = _RecordingTransport()
+        conn = Connection(RemotingServer("test", {}), transport)  # type: ignore[arg-type]
+        big = memoryview(_pattern(MIB, 1))
+        for opaque in range(1, 17):  # the answers to a window of pipelined pulls
+            conn.send(RemotingCommand(code=0, opaque=opaque, flag=1, body=_pattern(100, opaque)))
+        conn.send(RemotingCommand(code=0, opaque=17, flag=1, body=big))
+        conn.send(RemotingCommand(code=0, opaque=18, flag=1))
+        assert conn.request_oneway(40, {"k": "v"})
+        assert transport.writes == []  # nothing before the turn ends
+        await asyncio.sleep(0)
+        assert len(transport.writes) == 3
+        assert transport.writes[1] is big  # handed over as it is
+        conn.send(RemotingCommand(code=0, opaque=19, flag=1))
+        conn.close()  # what is queued goes out before the close
+        assert len(transport.writes) == 4 and transport.closing
+        return transport
+
+    transport = asyncio.run(scenario())
+    got = FrameSplitter().feed(b"".join(bytes(w) for w in transport.writes))
+    assert [c.opaque for c in got][:16] == list(range(1, 17))
+    assert [bytes(c.body) for c in got][:17] == [_pattern(100, i) for i in range(1, 17)] + [_pattern(MIB, 1)]
+    assert [(c.opaque, c.is_response) for c in got][16:18] == [(17, True), (18, True)]
+    assert got[18].code == 40 and not got[18].is_response and got[19].opaque == 19

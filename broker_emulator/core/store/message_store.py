@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from rocketmq_protocol.arrow_values import value_offsets
 from rocketmq_protocol.message_schema import MESSAGE_SCHEMA, ipc_to_table, table_to_ipc
 
 from ..filtering import MATCH_ALL, MessageFilter
@@ -62,6 +63,16 @@ class GetResult:
     @property
     def count(self) -> int:
         return 0 if self.table is None else self.table.num_rows
+
+
+def _body_bytes_at_most(rows: pa.Table) -> int:
+    """The rows' body bytes, from the body column's offsets (at least the sum of the body lengths)."""
+    total = 0
+    for chunk in rows.column("body").chunks:
+        if len(chunk):
+            offsets = value_offsets(chunk)
+            total += int(offsets[-1]) - int(offsets[0])
+    return total
 
 
 def _offset_key(group: str, topic: str, queue_id: int) -> str:
@@ -265,7 +276,7 @@ class MessageStore:
         limited = selected.num_rows > max_messages
         if limited:
             selected = selected.slice(0, max_messages)
-        if max_bytes is not None and max_bytes > 0:
+        if max_bytes is not None and max_bytes > 0 and _body_bytes_at_most(selected) > max_bytes:
             sizes = pc.cumulative_sum(pc.binary_length(selected.column("body")))
             fit = int(pc.sum(pc.less_equal(sizes, max_bytes)).as_py() or 0)
             fit = max(fit, 1)  # the first message is always returned
