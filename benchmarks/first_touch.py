@@ -18,6 +18,16 @@ import multiprocessing as mp
 import resource
 import time
 
+import psutil
+
+STEP_MIB = 256
+
+
+def memory_in_use_mib() -> float:
+    """The machine's memory in use (total less available), MiB."""
+    vm = psutil.virtual_memory()
+    return (vm.total - vm.available) / (1 << 20)
+
 
 def _touch(mib: int, huge: bool, out: mp.Queue) -> None:
     """Maps `mib` MiB, advises huge pages or not, writes one byte per page; puts (wall s, kernel s)."""
@@ -46,11 +56,39 @@ def touch(mib: int, huge: bool) -> tuple[float, float]:
         proc.join(30)
 
 
+def held(max_mib: int) -> None:
+    """Writes STEP_MIB MiB at a time in 4 KiB pages, keeping all of it, up to `max_mib`; prints each step's
+    kernel µs per page beside the machine's memory in use before it."""
+    regions = []
+    try:
+        while len(regions) * STEP_MIB < max_mib:
+            in_use = memory_in_use_mib()
+            region = mmap.mmap(-1, STEP_MIB << 20, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+            region.madvise(mmap.MADV_NOHUGEPAGE)
+            start = resource.getrusage(resource.RUSAGE_SELF)
+            for i in range(0, STEP_MIB << 20, mmap.PAGESIZE):
+                region[i] = 1
+            kernel = resource.getrusage(resource.RUSAGE_SELF).ru_stime - start.ru_stime
+            regions.append(region)
+            print(
+                f"holding {(len(regions) - 1) * STEP_MIB:5d} MiB, the machine's memory in use {in_use:7,.0f} MiB: "
+                f"{kernel / ((STEP_MIB << 20) // mmap.PAGESIZE) * 1e6:6.2f} µs per new page",
+                flush=True,
+            )
+    finally:
+        for region in regions:
+            region.close()
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mib", type=int, default=1024)
     ap.add_argument("--pause", type=float, default=20.0, help="seconds idle before each first case")
+    ap.add_argument("--held", type=int, metavar="MIB", help="hold up to MIB MiB, costing each new step")
     args = ap.parse_args(argv)
+    if args.held:
+        held(args.held)
+        return
     for huge in (True, False):
         pages = "2 MiB huge pages" if huge else "4 KiB pages"
         for label, pause in ((f"after {args.pause:g} s idle", args.pause), ("right after a free", 0.0)):

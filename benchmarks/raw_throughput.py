@@ -47,11 +47,17 @@ MD = [("x-mq-client-id", "bench@1"), ("x-mq-queue-id-explicit", "true")]
 
 
 def start_emulator(
-    queues: int, data_dir: str | None, *, brokers: int = 1, topics: Sequence[str] = ()
+    queues: int,
+    data_dir: str | None,
+    *,
+    brokers: int = 1,
+    topics: Sequence[str] = (),
+    options: Sequence[str] = (),
 ) -> tuple[subprocess.Popen, str]:
     """`python -m broker_emulator serve` with TOPIC (`queues` per broker), WARMUP_TOPIC (1 queue) and
-    `topics` (NAME[:QUEUES]) on `brokers` brokers; returns the process and its `;`-separated endpoints.
-    The name server it prints (its remoting front end), if any, is left in `NAME_SERVER`."""
+    `topics` (NAME[:QUEUES]) on `brokers` brokers, and more `serve` `options`; returns the process and its
+    `;`-separated endpoints. The name server it prints (its remoting front end), if any, is left in
+    `NAME_SERVER`."""
     cmd = [
         sys.executable,
         die_with_parent.__file__,
@@ -79,6 +85,7 @@ def start_emulator(
     ]
     for t in topics:
         cmd += ["--topic", t]
+    cmd += options
     cmd += ["--data-dir", data_dir] if data_dir else ["--in-memory"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     lines: queue.Queue[str] = queue.Queue()

@@ -44,6 +44,7 @@ from benchmarks import (
     stacks,
 )
 from benchmarks.cpu_time import best_with_cpu, client_cpu, measured, run_logger, split_text
+from benchmarks.first_touch import memory_in_use_mib
 from benchmarks.latency_floor import latency_floor
 from benchmarks.raw_throughput import (
     READ_TASK_PULL,
@@ -230,7 +231,7 @@ def run(
     """The main table's rows, the stack comparison's stacks and notes on the real systems."""
     rows: list[Row] = []
     n, size = args.messages, args.size
-    names = [WRITE_TOPIC, OFFICIAL_TOPIC, LATENCY_TOPIC]  # the first write's and memory's: scratch_emulator
+    names = [OFFICIAL_TOPIC, LATENCY_TOPIC]  # the writes' and memory's topics: scratch_emulator
     names += [
         f"{p}{w}" for p in EMULATOR_PREFIXES for w in [*ANCHOR_WRITES[: args.repeat], "latency", "warmup"]
     ]
@@ -313,7 +314,7 @@ def run(
             p50 = spark_reads._percentile(lat, 50) * 1000
             rows.append(Row("long-poll wake-up p50", p50, "ms", "≤ 20 ms", p50 / 20, p50 <= 20))
         if "cold_start" in args.groups:
-            with scratch_emulator(args, COLD_TOPIC) as scratch:
+            with scratch_emulator(args, COLD_TOPIC) as (scratch, _):
                 rows += cold_start_rows(args, scratch, log)
         if "stacks" in args.groups:
             stack_list = prepare_stacks(endpoints, raw_throughput.NAME_SERVER, real, log, proc.pid)
@@ -388,7 +389,9 @@ def cpu_rows(label: str, emulator_s: float, client_s: float, messages: int) -> l
 
 
 @contextmanager
-def scratch_emulator(args: argparse.Namespace, topic: str) -> Iterator[str]:
+def scratch_emulator(
+    args: argparse.Namespace, topic: str, retention_messages: int | None = None
+) -> Iterator[tuple[str, int]]:
     """An emulator of its own (its endpoints) for a measure that fills `topic` with data no later measure
     reads: the first write's 3 × `--cold-messages`, the memory measure's 2 GB backlog. In the shared
     emulator that data stayed for every later measure, and a larger emulator process spends more kernel time
@@ -396,10 +399,11 @@ def scratch_emulator(args: argparse.Namespace, topic: str) -> Iterator[str]:
     messages were stored, user time flat), so the figures depended on which measures ran before them."""
     name_server = raw_throughput.NAME_SERVER  # start_emulator replaces it with the scratch emulator's
     data_dir = tempfile.mkdtemp(prefix="scratch-", dir=args.data_dir) if args.data_dir else None
-    proc, endpoints = start_emulator(4, data_dir, brokers=2, topics=[f"{topic}:4"])
+    options = [] if retention_messages is None else ["--retention-messages", str(retention_messages)]
+    proc, endpoints = start_emulator(4, data_dir, brokers=2, topics=[f"{topic}:4"], options=options)
     raw_throughput.NAME_SERVER = name_server
     try:
-        yield endpoints
+        yield endpoints, proc.pid
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(60)
@@ -573,25 +577,35 @@ def spark_measures(
             discard = rocketmq = 0.0
             write_cpu: dict[str, dict[str, float]] = {}
             write_emu: dict[str, float] = {}
-            for r in range(args.repeat):
-                log(f"write of {args.write_messages:,} rows: discarding writer, then rocketmq (run {r + 1})")
-                w = spark_ratio(
-                    endpoints,
-                    args.write_messages,
-                    args.size,
-                    spark,
-                    topic=WRITE_TOPIC,
-                    emulator_pid=emulator_pid,
-                )
-                use, emu = w["cpu_us_per_row"].get("rocketmq", {}), w["emulator_per_row"]
-                log(
-                    f"  discarding writer {w['discard_rows_per_s']:,.0f}, rocketmq {w['rocketmq_rows_per_s']:,.0f} "
-                    f"rows/s; rocketmq's CPU µs per row: {split_text(use)} (the emulator's kernel "
-                    f"{emu['kernel_us']:.2f}, {emu['fresh_bytes']:.0f} bytes of fresh pages per row)"
-                )
-                discard = max(discard, w["discard_rows_per_s"])
-                if w["rocketmq_rows_per_s"] > rocketmq:  # the best run, and its CPU split
-                    rocketmq, write_cpu, write_emu = w["rocketmq_rows_per_s"], w["cpu_us_per_row"], emu
+            # The write's emulator is its own and keeps one write's messages (a queue's oldest go past
+            # that): on this machine a new page costs ~1.5-2 µs while less than ~3.3 GB is in use and
+            # ~20-30 µs past that (`python -m benchmarks.first_touch --held`), and the shared emulator's
+            # earlier data, then each run's, took the machine past it (the emulator's CPU per row x3-5).
+            per_queue = -(-args.write_messages // 8)  # 2 brokers x 4 queues
+            with scratch_emulator(args, WRITE_TOPIC, per_queue) as (write_endpoints, write_pid):
+                for r in range(args.repeat):
+                    log(
+                        f"write of {args.write_messages:,} rows: discarding writer, then rocketmq (run {r + 1}; "
+                        f"the machine's memory in use {memory_in_use_mib():,.0f} MiB)"
+                    )
+                    w = spark_ratio(
+                        write_endpoints,
+                        args.write_messages,
+                        args.size,
+                        spark,
+                        topic=WRITE_TOPIC,
+                        emulator_pid=write_pid,
+                    )
+                    use, emu = w["cpu_us_per_row"].get("rocketmq", {}), w["emulator_per_row"]
+                    log(
+                        f"  discarding writer {w['discard_rows_per_s']:,.0f}, rocketmq "
+                        f"{w['rocketmq_rows_per_s']:,.0f} rows/s; rocketmq's CPU µs per row: {split_text(use)} "
+                        f"(the emulator's kernel {emu['kernel_us']:.2f}, {emu['fresh_bytes']:.0f} bytes of fresh "
+                        "pages per row)"
+                    )
+                    discard = max(discard, w["discard_rows_per_s"])
+                    if w["rocketmq_rows_per_s"] > rocketmq:  # the best run, and its CPU split
+                        rocketmq, write_cpu, write_emu = w["rocketmq_rows_per_s"], w["cpu_us_per_row"], emu
             rows.append(Row("write ceiling (discarding Arrow writer)", discard, "rows/s", "—"))
             rows.append(_at_least("write → rocketmq", rocketmq, "rows/s", 0.5, discard, "≥ 0.5 × ceiling"))
             ours, ceiling_cpu = write_cpu.get("rocketmq", {}), write_cpu.get("discard", {})
@@ -633,7 +647,7 @@ def spark_measures(
         if "memory" in args.groups:
             count = max(args.memory_bytes // args.memory_size, 1)
             log(f"memory: loading {count:,} × {args.memory_size} B ({args.memory_bytes / 1e9:.2f} GB)")
-            with scratch_emulator(args, MEMORY_TOPIC) as scratch:
+            with scratch_emulator(args, MEMORY_TOPIC) as (scratch, _):
                 raw_send(scratch, count, args.memory_size, topic=MEMORY_TOPIC, warmup_topic=WARMUP_TOPIC)
                 log("memory: batch read while sampling Python workers' RSS")
                 peak_mib, _rate = spark_reads.peak_worker_rss(spark, scratch, MEMORY_TOPIC, count)
