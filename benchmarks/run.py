@@ -61,6 +61,10 @@ if TYPE_CHECKING:
 
 DEFAULT_JSON = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results.json")
 WRITE_TOPIC = "bench-write"
+CAPPED_TOPIC = "bench-capped"
+#: Messages a real broker's PULL_MESSAGE answer holds (maxTransferCountOnMessageInMemory), and a Java push
+#: consumer's pullBatchSize.
+REAL_BROKER_ANSWER = 32
 OFFICIAL_TOPIC = "bench-official"
 LATENCY_TOPIC = "bench-latency"
 POLL_TOPIC = "bench-poll"
@@ -95,6 +99,9 @@ MEASURES = (
     "remoting pull → Arrow",
     "remoting pull: emulator CPU",
     "remoting pull: client CPU",
+    "remoting pull, answers of 32 → Arrow",
+    "remoting pull, answers of 32: emulator CPU",
+    "remoting pull, answers of 32: client CPU",
     "official Producer send",
     "official SimpleConsumer receive+ack",
     "long-poll wake-up p50",
@@ -291,6 +298,27 @@ def run(
                 raise RuntimeError(f"remoting pull read {pulled} messages, sent {n}")
             rows.append(_at_least("remoting pull → Arrow", rate, "msgs/s", 1, 1_000_000, "≥ 1,000,000"))
             rows += cpu_rows("remoting pull", use.seconds["emulator"], mine.seconds, n)
+            # The path a real broker's reads take (answers of 32 messages, pipelined 16 at a time), and what
+            # serving pulls of a Java consumer's size (32) costs the emulator.
+            label = f"remoting pull, answers of {REAL_BROKER_ANSWER}"
+            log(
+                f"{label}: {n:,} messages (an emulator of its own, `--max-transfer-count {REAL_BROKER_ANSWER}`)"
+            )
+            with scratch_emulator(
+                args, CAPPED_TOPIC, "--max-transfer-count", str(REAL_BROKER_ANSWER)
+            ) as capped:
+                raw_send(capped.endpoints, n, size, topic=CAPPED_TOPIC, warmup_topic=WARMUP_TOPIC)
+                client_pull(
+                    capped.endpoints, WARMUP_TOPIC, 8192, name_server=capped.name_server
+                )  # connections
+                with measured(capped.pid) as use, client_cpu() as mine:
+                    rate, pulled = client_pull(
+                        capped.endpoints, CAPPED_TOPIC, name_server=capped.name_server, **READ_TASK_PULL
+                    )
+            if pulled != n:
+                raise RuntimeError(f"{label} read {pulled} messages, sent {n}")
+            rows.append(Row(f"{label} → Arrow", rate, "msgs/s", "—"))
+            rows += cpu_rows(label, use.seconds["emulator"], mine.seconds, n)
         elif "remoting" in args.groups:
             log("remoting measures skipped: the emulator printed no name server (no remoting front end)")
         if "official" in args.groups:
@@ -314,8 +342,8 @@ def run(
             p50 = spark_reads._percentile(lat, 50) * 1000
             rows.append(Row("long-poll wake-up p50", p50, "ms", "≤ 20 ms", p50 / 20, p50 <= 20))
         if "cold_start" in args.groups:
-            with scratch_emulator(args, COLD_TOPIC) as (scratch, _):
-                rows += cold_start_rows(args, scratch, log)
+            with scratch_emulator(args, COLD_TOPIC) as scratch:
+                rows += cold_start_rows(args, scratch.endpoints, log)
         if "stacks" in args.groups:
             stack_list = prepare_stacks(endpoints, raw_throughput.NAME_SERVER, real, log, proc.pid)
         if args.groups & {"reads", "write", "latency", "memory", "real", "stacks"}:
@@ -388,22 +416,28 @@ def cpu_rows(label: str, emulator_s: float, client_s: float, messages: int) -> l
     ]
 
 
+@dataclass(frozen=True)
+class Scratch:
+    """An emulator of a measure's own: its gRPC endpoints, its process id, its name server."""
+
+    endpoints: str
+    pid: int
+    name_server: str | None
+
+
 @contextmanager
-def scratch_emulator(
-    args: argparse.Namespace, topic: str, retention_messages: int | None = None
-) -> Iterator[tuple[str, int]]:
-    """An emulator of its own (its endpoints) for a measure that fills `topic` with data no later measure
-    reads: the first write's 3 × `--cold-messages`, the memory measure's 2 GB backlog. In the shared
-    emulator that data stayed for every later measure, and a larger emulator process spends more kernel time
-    per message sent on this machine (the write's emulator CPU went from ~0.5 to ~0.9 µs per row once ~7M
-    messages were stored, user time flat), so the figures depended on which measures ran before them."""
+def scratch_emulator(args: argparse.Namespace, topic: str, *options: str) -> Iterator[Scratch]:
+    """An emulator of its own (more `serve` `options`) for a measure that fills `topic` with data no later
+    measure reads: the first write's 3 × `--cold-messages`, the write's, the memory measure's 2 GB backlog,
+    the capped remoting pull's. In the shared emulator that data stayed for every later measure, which it
+    made slower (see the write's), so the figures depended on which measures ran before them."""
     name_server = raw_throughput.NAME_SERVER  # start_emulator replaces it with the scratch emulator's
     data_dir = tempfile.mkdtemp(prefix="scratch-", dir=args.data_dir) if args.data_dir else None
-    options = [] if retention_messages is None else ["--retention-messages", str(retention_messages)]
     proc, endpoints = start_emulator(4, data_dir, brokers=2, topics=[f"{topic}:4"], options=options)
+    scratch = Scratch(endpoints, proc.pid, raw_throughput.NAME_SERVER)
     raw_throughput.NAME_SERVER = name_server
     try:
-        yield endpoints, proc.pid
+        yield scratch
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(60)
@@ -582,19 +616,19 @@ def spark_measures(
             # ~20-30 µs past that (`python -m benchmarks.first_touch --held`), and the shared emulator's
             # earlier data, then each run's, took the machine past it (the emulator's CPU per row x3-5).
             per_queue = -(-args.write_messages // 8)  # 2 brokers x 4 queues
-            with scratch_emulator(args, WRITE_TOPIC, per_queue) as (write_endpoints, write_pid):
+            with scratch_emulator(args, WRITE_TOPIC, "--retention-messages", str(per_queue)) as scratch:
                 for r in range(args.repeat):
                     log(
                         f"write of {args.write_messages:,} rows: discarding writer, then rocketmq (run {r + 1}; "
                         f"the machine's memory in use {memory_in_use_mib():,.0f} MiB)"
                     )
                     w = spark_ratio(
-                        write_endpoints,
+                        scratch.endpoints,
                         args.write_messages,
                         args.size,
                         spark,
                         topic=WRITE_TOPIC,
-                        emulator_pid=write_pid,
+                        emulator_pid=scratch.pid,
                     )
                     use, emu = w["cpu_us_per_row"].get("rocketmq", {}), w["emulator_per_row"]
                     log(
@@ -647,10 +681,12 @@ def spark_measures(
         if "memory" in args.groups:
             count = max(args.memory_bytes // args.memory_size, 1)
             log(f"memory: loading {count:,} × {args.memory_size} B ({args.memory_bytes / 1e9:.2f} GB)")
-            with scratch_emulator(args, MEMORY_TOPIC) as (scratch, _):
-                raw_send(scratch, count, args.memory_size, topic=MEMORY_TOPIC, warmup_topic=WARMUP_TOPIC)
+            with scratch_emulator(args, MEMORY_TOPIC) as scratch:
+                raw_send(
+                    scratch.endpoints, count, args.memory_size, topic=MEMORY_TOPIC, warmup_topic=WARMUP_TOPIC
+                )
                 log("memory: batch read while sampling Python workers' RSS")
-                peak_mib, _rate = spark_reads.peak_worker_rss(spark, scratch, MEMORY_TOPIC, count)
+                peak_mib, _rate = spark_reads.peak_worker_rss(spark, scratch.endpoints, MEMORY_TOPIC, count)
             rows.append(
                 Row(
                     "peak Python worker RSS (backlog read)",

@@ -11,7 +11,7 @@ import sys
 
 from . import admin
 from .core.acl import AclError
-from .core.cluster import DEFAULT_DELAY_LEVELS, ClusterConfig
+from .core.cluster import DEFAULT_DELAY_LEVELS, DEFAULT_MAX_TRANSFER_COUNT, ClusterConfig
 from .core.retry import parse_delay_levels
 from .remoting.record_cache import DEFAULT_BUDGET_BYTES
 from .server import EmulatorServer
@@ -71,6 +71,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_BUDGET_BYTES >> 20,
         help="memory for the encoded records of remoting pull answers, kept for later pulls of the same "
         f"offsets (default {DEFAULT_BUDGET_BYTES >> 20}; 0: encode every answer)",
+    )
+    p.add_argument(
+        "--max-transfer-count",
+        type=int,
+        default=DEFAULT_MAX_TRANSFER_COUNT,
+        help="messages a remoting PULL_MESSAGE answer holds at most (default "
+        f"{DEFAULT_MAX_TRANSFER_COUNT}; a real broker's maxTransferCountOnMessageInMemory is 32)",
     )
     p.add_argument(
         "--min-invisible-ms",
@@ -166,12 +173,17 @@ async def _serve(args: argparse.Namespace) -> int:
         retention_messages=args.retention_messages,
         retention_hours=args.retention_hours,
         min_invisible_ms=args.min_invisible_ms,
+        max_transfer_count=args.max_transfer_count,
         min_long_polling_ms=args.min_long_polling_ms,
         max_retries=args.max_retries,
         transaction_check_ms=args.transaction_check_ms,
         delay_levels=args.delay_levels,
         acl=args.acl,
     )
+    if args.max_transfer_count < 1:
+        print(f"error: --max-transfer-count: {args.max_transfer_count} is not a count of messages (>= 1)",
+              file=sys.stderr)  # fmt: skip
+        return 2
     try:
         parse_delay_levels(args.delay_levels)
     except ValueError as e:

@@ -35,12 +35,6 @@ from .server import Connection, Refused
 if TYPE_CHECKING:
     from .broker import RemotingBroker
 
-# Messages per pull: the request's maxMsgNums up to this (a real broker stops at 32 / 256 KiB from page cache,
-# `maxTransferCountOnMessageInMemory`; docs/deviations.md, "Remoting").
-# 32768 = the connector's default pullBatchSize: its pull is one request here. Against 8192 (four requests),
-# the emulator's CPU per message of a remoting read fell from 0.93 to 0.72 µs (per-request costs of encoding
-# stored records and of answering).
-PULL_MAX_BATCH = 32768
 # Record bytes of one answer at most, whatever maxMsgNums and maxMsgBytes (body bytes) allow: its frame stays
 # within the 16 MiB clients accept (MAX_FRAME_LENGTH, Java's `com.rocketmq.remoting.frameMaxLength`).
 PULL_MAX_RECORD_BYTES = MAX_FRAME_LENGTH - (1 << 20)
@@ -82,7 +76,7 @@ async def pull_message(self: RemotingBroker, conn: Connection, cmd: RemotingComm
     store = self.broker.store
     if h.sys_flag & _COMMIT_OFFSET and h.commit_offset >= 0:
         store.set_consumer_offset(group, topic, qid, h.commit_offset)
-    batch = min(max(h.max_msg_nums, 1), PULL_MAX_BATCH)
+    batch = min(max(h.max_msg_nums, 1), self.cluster.config.max_transfer_count)
     max_bytes = h.max_msg_bytes if h.max_msg_bytes and h.max_msg_bytes > 0 else None
     timeout = max(h.suspend_timeout_millis, 0) / 1000.0 if h.sys_flag & _SUSPEND else 0.0
     result = await pull(store, self.polling, topic, qid, h.queue_offset, batch, max_bytes, flt, timeout)

@@ -733,3 +733,33 @@ def test_acl_on_the_emulators_remoting_front_end() -> None:
         assert time.monotonic() - started < 2
         for c in (app, wrong, reader):
             c.close()
+
+
+def test_pipelined_pulls_through_an_emulator_answering_32_at_a_time() -> None:
+    """The real-broker path end to end on the emulator (`max_transfer_count=32`, a real broker's cap): one
+    pull() of 3,000 messages is pipelined, its answers come from the queue's read-ahead, and the rows are
+    the messages sent, in order."""
+    from broker_emulator import Emulator
+    from connector.options import parse_writer_options
+    from connector.producer import Producer
+    from connector.sink_rows import RowChecker
+
+    with Emulator(brokers=1, queues=1, max_transfer_count=32) as emu:
+        emu.create_topic("capped", 1)
+        client = RemotingClient(ClientConfig(name_server=emu.name_server))
+        producer = Producer(
+            parse_writer_options({"nameServer": emu.name_server, "topic": "capped"}), client=client
+        )
+        bodies = [b"body-%d" % i * (1 + i % 7) for i in range(3000)]
+        for rows in RowChecker({"body": "body"}, "capped", 1 << 20).check(
+            pa.record_batch([pa.array(bodies, pa.binary())], names=["body"]), 0
+        ):
+            producer.send(rows)
+        assert producer.flush().messages == 3000
+        q = client.route("capped")[0]
+        res = client.pull(q, 0, 3000, group="g")
+        assert (res.status, res.next_offset) == (PullStatus.FOUND, 3000)
+        assert res.table.column("queue_offset").to_pylist() == list(range(3000))
+        assert res.table.column("body").to_pylist() == bodies
+        assert emu.server.record_cache.hits >= 3000 // 32 - 3000 // 4096 - 2
+        client.close()

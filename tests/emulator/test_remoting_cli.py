@@ -1,5 +1,5 @@
 """`python -m broker_emulator serve` serves remoting: `--namesrv-port`, `--remoting-port` (broker i on
-remoting-port+i, 0 = free ports), the printed `name server: HOST:PORT` line."""
+remoting-port+i, 0 = free ports), the printed `name server: HOST:PORT` line, `--max-transfer-count`."""
 
 from __future__ import annotations
 
@@ -68,6 +68,26 @@ def test_serve_reports_a_busy_port():
             assert "cannot listen" in str(e)
         else:
             raise AssertionError("the emulator started on a busy port")
+
+
+def test_serve_caps_pull_answers_at_max_transfer_count_and_refuses_a_bad_one():
+    emu = EmulatorProcess("--brokers", "1", "--topic", "capped:1", "--max-transfer-count", "32")
+    try:
+        with RemotingClient(emu.name_server) as ns:
+            broker = ns.route("capped").broker_addr("broker-a")
+        with RemotingClient(broker) as b:
+            for i in range(40):
+                assert b.send_message("capped", b"m%d" % i, queue_id=0).code == R.SUCCESS
+            r = b.pull("capped", 0, 0, max_nums=100)
+            assert r.code == R.SUCCESS and r.ext_fields["nextBeginOffset"] == "32"  # as a real broker's 32
+    finally:
+        assert emu.stop() == 0
+    try:
+        EmulatorProcess("--max-transfer-count", "0", timeout=20)
+    except RuntimeError as e:
+        assert "--max-transfer-count: 0 is not a count of messages (>= 1)" in str(e)
+    else:
+        raise AssertionError("the emulator started with --max-transfer-count 0")
 
 
 def test_admin_cli_shows_remoting_listeners_clients_and_lag():
