@@ -531,7 +531,8 @@ _SQL = (
 _CAP = (
     "a real broker returns at most 32 messages per pull from page cache (maxTransferCountOnMessageInMemory); the "
     "emulator honours maxMsgNums up to 32768 (and 15 MiB of records), which Java clients handle (they ask for 32 or fewer by default) "
-    "and which spares readers that ask for more a round trip per 32 messages"
+    "and which spares readers that ask for more a round trip per 32 messages; `serve --max-transfer-count 32` "
+    "answers as a real broker does"
 )
 _GROUP = (
     "the real 5.x broker refuses an offset commit for a group never created (no pull, heartbeat or updateSubGroup "

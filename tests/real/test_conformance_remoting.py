@@ -104,3 +104,24 @@ def test_remoting_deviation_table_in_docs_matches_the_code():
         for key, (e, r, _why) in entries.items()
     }
     assert rows == expected
+
+
+@pytest.mark.parametrize("version", list(VERSIONS))
+def test_an_emulator_capped_at_32_answers_pulls_as_the_real_broker(
+    version: str, request: pytest.FixtureRequest
+):
+    """With `max_transfer_count=32` (`serve --max-transfer-count 32`) the pull_batch_cap deviation is gone:
+    the emulator's answers hold what a real broker's do."""
+    real = _real_target(request.getfixturevalue(f"rocketmq{version}"))
+    (sc,) = [s for s in cr.SCENARIOS if s.id == "pull_batch_cap"]
+    with Emulator(brokers=1, queues=8, auto_create_topics=True, max_transfer_count=32) as emu:
+        capped = cr.RemotingTarget(
+            "emulator-capped",
+            emu.name_server,
+            create_topic=lambda name, queues: emu.create_topic(name, queues),
+            create_group=lambda group, retries: emu.update_group(group, max_retries=retries),
+        )
+        emu_obs = observe(capped, sc)
+    real_obs = observe(real, sc)
+    assert cr.differences(emu_obs, real_obs) == {}, (emu_obs, real_obs)
+    rc.evidence(f"pull_batch_cap, emulator with max_transfer_count=32 vs {real.name}: same ({emu_obs})")
