@@ -2,14 +2,15 @@
 
 `RangePartition` is the picklable InputPartition the driver plans (batch and stream alike); `read_partition`
 pulls each `[start, end)` in `pullBatchSize` chunks, yielding every chunk as it arrives with the next pull
-already in flight (memory stays bounded by two pulls), stops exactly at `end`, treats filtered gaps as normal and applies `failOnDataLoss`
-to offsets the broker no longer holds. Transient errors are retried by the client within `pullTimeoutMs`.
+already in flight, the next range's first one included (memory stays bounded by two pulls), stops exactly
+at `end`, treats filtered gaps as normal and applies `failOnDataLoss` to offsets the broker no longer holds.
+Transient errors are retried by the client within `pullTimeoutMs`.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -29,7 +30,7 @@ from .worker_heap import freeze_worker_heap
 
 log = logging.getLogger(__name__)
 
-__all__ = ["PULL_MAX_BYTES", "RangePartition", "read_partition", "read_range"]
+__all__ = ["PULL_MAX_BYTES", "RangePartition", "read_partition", "read_ranges"]
 
 #: Stored bytes one pull of a read task asks for at most: `pullBatchSize` 100-byte messages fit, larger ones
 #: come in fewer per pull, so a task's two pulls in memory stay bounded whatever the message size.
@@ -61,10 +62,10 @@ def read_partition(partition: InputPartition | None) -> Iterator[pa.RecordBatch]
     client = get_client(partition.config)
     freeze_worker_heap()
     routes = {e.queue: e for e in partition.routes}
+    work = [(routes[r.queue], r) for r in partition.ranges]
     pool = ThreadPoolExecutor(1, thread_name_prefix="rocketmq-prefetch")
     try:
-        for rng in partition.ranges:
-            yield from read_range(client, partition, routes[rng.queue], rng, pool)
+        yield from read_ranges(client, partition, work, pool)
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
 
@@ -75,19 +76,18 @@ def _rows_before(table: pa.Table, end: int) -> int:
     return int(np.searchsorted(offsets, end, side="left"))
 
 
-def read_range(
+def read_ranges(
     client: RocketMQClient,
     p: RangePartition,
-    entry: RouteEntry,
-    rng: OffsetRange,
+    work: Sequence[tuple[RouteEntry, OffsetRange]],
     pool: Executor | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """The messages of one queue's `[start, end)` (`entry`: the queue's route entry), one pull at a time.
-    With `pool`, the next pull is in flight while the current one is converted and consumed (at most two
-    pulls in memory)."""
-    q = rng.queue
+    """The messages of each `(route entry, [start, end))` in turn, one pull at a time. With `pool`, the
+    next pull is in flight while the current one is converted and consumed, across ranges too: a range's
+    last pull is followed at once by the next range's first, so a partition of several queues does not
+    wait a round trip at each of them (at most two pulls in memory either way)."""
 
-    def pull(offset: int) -> PullResult:
+    def pull(entry: RouteEntry, rng: OffsetRange, offset: int) -> PullResult:
         return client.pull(
             entry,
             offset,
@@ -98,21 +98,36 @@ def read_range(
             max_bytes=PULL_MAX_BYTES,
         )
 
-    def submit(offset: int) -> Future[PullResult]:
+    def submit(entry: RouteEntry, rng: OffsetRange, offset: int) -> Future[PullResult]:
         if pool is not None:
-            return pool.submit(pull, offset)
+            return pool.submit(pull, entry, rng, offset)
         done: Future[PullResult] = Future()
-        done.set_result(pull(offset))
+        done.set_result(pull(entry, rng, offset))
         return done
 
-    offset: int | None = rng.start
-    pending = submit(rng.start) if rng.start < rng.end else None
-    while pending is not None and offset is not None:
-        res = pending.result()
-        table, offset = _advance(p, entry, rng, offset, res)
-        pending = submit(offset) if offset is not None and offset < rng.end else None
-        if table is not None:
-            yield from to_record_batches(table, q.topic, q.broker, q.queue_id)
+    ranges = iter([(e, r) for e, r in work if r.start < r.end])
+
+    def start_next() -> tuple[RouteEntry, OffsetRange, Future[PullResult]] | None:
+        for entry, rng in ranges:
+            return entry, rng, submit(entry, rng, rng.start)
+        return None
+
+    current = start_next()
+    while current is not None:
+        entry, rng, pending = current
+        offset: int | None = rng.start
+        following = None
+        while pending is not None:
+            res = pending.result()
+            table, offset = _advance(p, entry, rng, offset, res)
+            if offset is not None and offset < rng.end:
+                pending = submit(entry, rng, offset)
+            else:
+                pending, following = None, start_next()
+            if table is not None:
+                q = rng.queue
+                yield from to_record_batches(table, q.topic, q.broker, q.queue_id)
+        current = following
 
 
 def _advance(

@@ -5,6 +5,7 @@ data loss below the queue's min offset and a queue shorter than planned)."""
 from __future__ import annotations
 
 import pickle
+import threading
 from collections.abc import Iterator
 
 import grpc
@@ -15,6 +16,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType
 
 from broker_emulator import Emulator
+from connector import read_task
 from connector.clients import get_client
 from connector.config import ClientConfig, FilterSpec
 from connector.errors import DataLossError, OptionError
@@ -156,6 +158,38 @@ def test_several_ranges_in_order_and_empty_partitions(rocketmq_emulator, filled:
     assert _offsets(read_partition(p)) == [15, 16, 17, 0, 1]
     assert list(read_partition(InputPartition(None))) == []
     assert pickle.loads(pickle.dumps(p)) == p
+
+
+@pytest.mark.parametrize("protocol", ["auto", "remoting"])
+def test_the_next_ranges_first_pull_is_in_flight_while_a_range_ends(
+    rocketmq_emulator, filled: str, protocol: str, monkeypatch
+) -> None:
+    """A partition of several queues does not wait a round trip at each: once a range's last pull is in,
+    the next range's first pull goes out before the caller has taken that range's rows."""
+    q = _queue(rocketmq_emulator, filled, pull_protocol=protocol)
+    p = _partition(rocketmq_emulator, [(q, 0, 3), (q, 10, 13)], pull_protocol=protocol)
+    client = get_client(p.config)
+    pulled: list[int] = []
+    done = threading.Event()
+
+    class Recording:
+        def __getattr__(self, name: str):
+            return getattr(client, name)
+
+        def pull(self, entry, offset, *args, **kw):
+            res = client.pull(entry, offset, *args, **kw)
+            pulled.append(offset)
+            if len(pulled) == 2:
+                done.set()
+            return res
+
+    monkeypatch.setattr(read_task, "get_client", lambda config: Recording())
+    batches = read_partition(p)
+    first = next(batches)  # the first range's only pull, converted: the caller holds its rows
+    assert done.wait(10), f"pulls made while the caller held the first range's rows: {pulled}"
+    assert pulled == [0, 10]
+    assert first.column("queueOffset").to_pylist() == [0, 1, 2]
+    assert _offsets(batches) == [10, 11, 12]
 
 
 @pytest.mark.parametrize("protocol", ["auto", "remoting"])
