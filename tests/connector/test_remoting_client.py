@@ -19,11 +19,12 @@ import pytest
 
 from connector.clients import PullStatus
 from connector.clients.base import SendStatus
-from connector.clients.remoting import RemotingClient, stored_to_table
+from connector.clients.remoting import PULL_WINDOW, RemotingClient, _window, stored_to_table
 from connector.clients.remoting_connection import (
     ConnectionLost,
     ConnectionPool,
     HeaderTemplate,
+    RemotingConnection,
     Reply,
     TlsStream,
     encode_request,
@@ -762,4 +763,49 @@ def test_pipelined_pulls_through_an_emulator_answering_32_at_a_time() -> None:
         assert res.table.column("queue_offset").to_pylist() == list(range(3000))
         assert res.table.column("body").to_pylist() == bodies
         assert emu.server.record_cache.hits >= 3000 // 32 - 3000 // 4096 - 2
+        client.close()
+
+
+def test_the_pull_window_fits_the_byte_cap() -> None:
+    """Answers of ~10 KB leave room for a full window; answers of one large message, for as many as fit."""
+    assert _window(8 << 20, 10_000, 1) == PULL_WINDOW == 64
+    assert _window(192 * 1024, 65_636, 1) == 3
+    assert _window(100, 65_636, 1) == 1
+    assert _window(8 << 20, 0, 0) == PULL_WINDOW  # nothing received yet (or only filtered answers)
+
+
+def test_a_pipeline_of_large_messages_asks_for_about_its_byte_cap(monkeypatch) -> None:
+    """Through an emulator answering one message per pull: a pull() capped at 256 KiB of 64 KiB messages
+    sends its sub-pulls a few at a time, not a full window of 64 KiB answers."""
+    from broker_emulator import Emulator
+    from connector.options import parse_writer_options
+    from connector.producer import Producer
+    from connector.sink_rows import RowChecker
+
+    windows: list[int] = []
+    request_many = RemotingConnection.request_many
+
+    def recording(self, items, head, timeout_s=30.0):  # type: ignore[no-untyped-def]
+        windows.append(len(items))
+        return request_many(self, items, head, timeout_s)
+
+    with Emulator(brokers=1, queues=1, max_transfer_count=1) as emu:
+        emu.create_topic("large", 1)
+        client = RemotingClient(ClientConfig(name_server=emu.name_server))
+        producer = Producer(
+            parse_writer_options({"nameServer": emu.name_server, "topic": "large"}), client=client
+        )
+        bodies = [bytes([i]) * (64 * 1024) for i in range(40)]
+        for rows in RowChecker({"body": "body"}, "large", 1 << 20).check(
+            pa.record_batch([pa.array(bodies, pa.binary())], names=["body"]), 0
+        ):
+            producer.send(rows)
+        assert producer.flush().messages == 40
+        q = client.route("large")[0]
+        monkeypatch.setattr(RemotingConnection, "request_many", recording)
+        res = client.pull(q, 0, 40, group="g", max_bytes=256 * 1024)
+        assert windows == [3]  # the first answer (one ~64 KiB message) leaves room for three more
+        assert res.table.column("queue_offset").to_pylist() == [0, 1, 2, 3]
+        assert res.table.column("body").to_pylist() == bodies[:4]
+        assert res.next_offset == 4
         client.close()
