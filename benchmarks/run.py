@@ -298,7 +298,7 @@ def run(
                 raise RuntimeError(f"remoting pull read {pulled} messages, sent {n}")
             rows.append(_at_least("remoting pull → Arrow", rate, "msgs/s", 1, 1_000_000, "≥ 1,000,000"))
             rows += cpu_rows("remoting pull", use.seconds["emulator"], mine.seconds, n)
-            # The path a real broker's reads take (answers of 32 messages, pipelined 16 at a time), and what
+            # The path a real broker's reads take (answers of 32 messages, pipelined 64 at a time), and what
             # serving pulls of a Java consumer's size (32) costs the emulator.
             label = f"remoting pull, answers of {REAL_BROKER_ANSWER}"
             log(
