@@ -115,13 +115,12 @@ def read_ranges(
     current = start_next()
     while current is not None:
         entry, rng, pending = current
-        offset: int | None = rng.start
+        offset = rng.start
         following = None
         while pending is not None:
-            res = pending.result()
-            table, offset = _advance(p, entry, rng, offset, res)
-            if offset is not None and offset < rng.end:
-                pending = submit(entry, rng, offset)
+            table, after = _advance(p, entry, rng, offset, pending.result())
+            if after is not None and after < rng.end:
+                offset, pending = after, submit(entry, rng, after)
             else:
                 pending, following = None, start_next()
             if table is not None:

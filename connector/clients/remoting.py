@@ -721,7 +721,8 @@ class RemotingClient(RocketMQClient):
     ) -> tuple[int, bool]:
         """Sub-pulls of `span` offsets each, up to PULL_WINDOW at a time (`_window`), from `cursor` up to
         `limit`; answers are kept while they are contiguous (an answer that starts inside what is already
-        covered keeps its messages past it). Returns the new cursor and whether answers overlapped (a filter skipped ahead)."""
+        covered keeps its messages past it). Returns the new cursor and whether answers overlapped (a
+        filter skipped ahead)."""
         deadline = time.monotonic() + timeout_ms / 1000.0
         overlap = False
         while cursor < limit:
