@@ -736,28 +736,33 @@ def test_acl_on_the_emulators_remoting_front_end() -> None:
             c.close()
 
 
+def _one_queue_topic(emu, topic: str, bodies: list[bytes]) -> tuple[RemotingClient, RouteEntry]:
+    """`topic` with one queue on the emulator, holding `bodies` sent by the connector's producer over
+    remoting; the client that sent them and the queue's route entry."""
+    from connector.options import parse_writer_options
+    from connector.producer import Producer
+    from connector.sink_rows import RowChecker
+
+    emu.create_topic(topic, 1)
+    client = RemotingClient(ClientConfig(name_server=emu.name_server))
+    producer = Producer(parse_writer_options({"nameServer": emu.name_server, "topic": topic}), client=client)
+    for rows in RowChecker({"body": "body"}, topic, 1 << 20).check(
+        pa.record_batch([pa.array(bodies, pa.binary())], names=["body"]), 0
+    ):
+        producer.send(rows)
+    assert producer.flush().messages == len(bodies)
+    return client, client.route(topic)[0]
+
+
 def test_pipelined_pulls_through_an_emulator_answering_32_at_a_time() -> None:
     """The real-broker path end to end on the emulator (`max_transfer_count=32`, a real broker's cap): one
     pull() of 3,000 messages is pipelined, its answers come from the queue's read-ahead, and the rows are
     the messages sent, in order."""
     from broker_emulator import Emulator
-    from connector.options import parse_writer_options
-    from connector.producer import Producer
-    from connector.sink_rows import RowChecker
 
     with Emulator(brokers=1, queues=1, max_transfer_count=32) as emu:
-        emu.create_topic("capped", 1)
-        client = RemotingClient(ClientConfig(name_server=emu.name_server))
-        producer = Producer(
-            parse_writer_options({"nameServer": emu.name_server, "topic": "capped"}), client=client
-        )
         bodies = [b"body-%d" % i * (1 + i % 7) for i in range(3000)]
-        for rows in RowChecker({"body": "body"}, "capped", 1 << 20).check(
-            pa.record_batch([pa.array(bodies, pa.binary())], names=["body"]), 0
-        ):
-            producer.send(rows)
-        assert producer.flush().messages == 3000
-        q = client.route("capped")[0]
+        client, q = _one_queue_topic(emu, "capped", bodies)
         res = client.pull(q, 0, 3000, group="g")
         assert (res.status, res.next_offset) == (PullStatus.FOUND, 3000)
         assert res.table.column("queue_offset").to_pylist() == list(range(3000))
@@ -778,9 +783,6 @@ def test_a_pipeline_of_large_messages_asks_for_about_its_byte_cap(monkeypatch) -
     """Through an emulator answering one message per pull: a pull() capped at 256 KiB of 64 KiB messages
     sends its sub-pulls a few at a time, not a full window of 64 KiB answers."""
     from broker_emulator import Emulator
-    from connector.options import parse_writer_options
-    from connector.producer import Producer
-    from connector.sink_rows import RowChecker
 
     windows: list[int] = []
     request_many = RemotingConnection.request_many
@@ -790,18 +792,8 @@ def test_a_pipeline_of_large_messages_asks_for_about_its_byte_cap(monkeypatch) -
         return request_many(self, items, head, timeout_s)
 
     with Emulator(brokers=1, queues=1, max_transfer_count=1) as emu:
-        emu.create_topic("large", 1)
-        client = RemotingClient(ClientConfig(name_server=emu.name_server))
-        producer = Producer(
-            parse_writer_options({"nameServer": emu.name_server, "topic": "large"}), client=client
-        )
         bodies = [bytes([i]) * (64 * 1024) for i in range(40)]
-        for rows in RowChecker({"body": "body"}, "large", 1 << 20).check(
-            pa.record_batch([pa.array(bodies, pa.binary())], names=["body"]), 0
-        ):
-            producer.send(rows)
-        assert producer.flush().messages == 40
-        q = client.route("large")[0]
+        client, q = _one_queue_topic(emu, "large", bodies)
         monkeypatch.setattr(RemotingConnection, "request_many", recording)
         res = client.pull(q, 0, 40, group="g", max_bytes=256 * 1024)
         assert windows == [3]  # the first answer (one ~64 KiB message) leaves room for three more
