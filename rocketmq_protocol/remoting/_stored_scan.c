@@ -1,4 +1,5 @@
-/* One pass over stored-message records (pull-response bodies) into column buffers, for message_codec.
+/* One pass over stored-message records (pull-response bodies) into column buffers, for message_codec: each
+   record is read once, while it is in cache (a pull's answer is larger than a core's cache).
 
    scan_stored(buf, spans) walks the records of each (start, end) span of `buf` (TOTALSIZE to TOTALSIZE) and
    returns their fixed fields as native-endian columns, their hosts' IPv4 addresses, and their bodies,
@@ -6,7 +7,7 @@
    property strings have one length, each of their byte columns' highest and lowest value. It returns None,
    leaving the caller's numpy decoder to handle (or reject, with its exact error) the pull, whenever a
    record is outside the common layout: an IPv6 host, a COMPRESSED body, an unknown magic code, any size
-   that does not fit, or more than 2 GiB of one column's data. The layout is apache/rocketmq's
+   that does not fit, or more than 2 GiB of records in all. The layout is apache/rocketmq's
    MessageDecoder (see message_codec.py's module docstring). */
 
 #define PY_SSIZE_T_CLEAN
@@ -86,127 +87,202 @@ static PyObject *new_bytearray(Py_ssize_t n) {
     return PyByteArray_FromStringAndSize(NULL, n > 0 ? n : 0);
 }
 
+/* Resizes a column buffer to at least `need` bytes (growing by half again at least); needs the GIL. */
+static int grow(PyObject *array, Py_ssize_t need, int exact) {
+    Py_ssize_t size = PyByteArray_GET_SIZE(array);
+    Py_ssize_t to = exact ? need : size + size / 2;
+    return PyByteArray_Resize(array, to > need ? to : need);
+}
+
+/* The columns one record at a time, each record read while it is in cache. They are sized from the first
+   record (exact when records have one size, as a pull of one producer's messages mostly has), grown when a
+   record does not fit and trimmed to what was written; the fixed-field columns are written `cap` apart. */
+typedef struct {
+    PyObject *out[10];
+    int64_t cap; /* records the fixed-field columns have room for */
+} Columns;
+
+static int columns_fit(Columns *c, int64_t n, int64_t b, int64_t t, int64_t q, const Parts *p) {
+    if (n + 1 > c->cap) {
+        int64_t old = c->cap, cap = old + old / 2 + 16;
+        if (grow(c->out[0], (Py_ssize_t)(N_I32 * cap * 4), 1) < 0 || grow(c->out[1], (Py_ssize_t)(N_I64 * cap * 8), 1) < 0)
+            return -1;
+        int32_t *i32 = (int32_t *)PyByteArray_AS_STRING(c->out[0]);
+        int64_t *i64 = (int64_t *)PyByteArray_AS_STRING(c->out[1]);
+        for (int f = N_I32 - 1; f > 0; f--)
+            memmove(i32 + f * cap, i32 + f * old, (size_t)old * 4);
+        for (int f = N_I64 - 1; f > 0; f--)
+            memmove(i64 + f * cap, i64 + f * old, (size_t)old * 8);
+        for (int k = 2; k < 4; k++)
+            if (grow(c->out[k], (Py_ssize_t)(cap * 4), 1) < 0)
+                return -1;
+        for (int k = 4; k < 10; k += 2)
+            if (grow(c->out[k], (Py_ssize_t)((cap + 1) * 4), 1) < 0)
+                return -1;
+        c->cap = cap;
+    }
+    if (b + p->body_len > PyByteArray_GET_SIZE(c->out[5]) && grow(c->out[5], (Py_ssize_t)(b + p->body_len), 0) < 0)
+        return -1;
+    if (t + p->topic_len > PyByteArray_GET_SIZE(c->out[7]) && grow(c->out[7], (Py_ssize_t)(t + p->topic_len), 0) < 0)
+        return -1;
+    if (q + p->props_len > PyByteArray_GET_SIZE(c->out[9]) && grow(c->out[9], (Py_ssize_t)(q + p->props_len), 0) < 0)
+        return -1;
+    return 0;
+}
+
 static PyObject *scan_stored(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer data, spans;
     if (!PyArg_ParseTuple(args, "y*y*", &data, &spans))
         return NULL;
     PyObject *result = NULL;
+    PyObject *fold_out[2] = {NULL, NULL};
+    Columns c = {{NULL}, 0};
     const uint8_t *buf = (const uint8_t *)data.buf;
     const int64_t *bounds = (const int64_t *)spans.buf;
     Py_ssize_t n_spans = spans.len / (Py_ssize_t)(2 * sizeof(int64_t));
-    int64_t n = 0, body_total = 0, topic_total = 0, props_total = 0, props_width = -1;
-    int uniform = 1, common = 1;
-    Parts p;
-
-    Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t s = 0; s < n_spans && common; s++) {
+    int64_t room = 0;
+    Parts first = {0, 0, 0, 0, 0, 0};
+    for (Py_ssize_t s = 0; s < n_spans; s++) {
         int64_t pos = bounds[2 * s], end = bounds[2 * s + 1];
         if (pos < 0 || end > data.len || pos > end) {
-            common = 0;
-            break;
+            result = Py_NewRef(Py_None);
+            goto done;
         }
-        while (pos < end) {
-            if (!parts_of(buf + pos, end - pos, &p)) {
-                common = 0;
-                break;
-            }
-            n++;
-            body_total += p.body_len;
-            topic_total += p.topic_len;
-            props_total += p.props_len;
-            if (props_width < 0)
-                props_width = p.props_len;
-            else if (p.props_len != props_width)
-                uniform = 0;
-            pos += p.size;
+        if (room == 0 && end > pos && !parts_of(buf + pos, end - pos, &first)) {
+            result = Py_NewRef(Py_None);
+            goto done;
         }
+        room += end - pos;
     }
-    Py_END_ALLOW_THREADS
-
-    if (!common || body_total > INT32_MAX || props_total > INT32_MAX || topic_total > INT32_MAX) {
+    if (room > INT32_MAX) { /* a column's data might not fit int32 offsets: the numpy decoder's case */
         result = Py_NewRef(Py_None);
         goto done;
     }
-    /* i32 columns, i64 columns, born ip, store ip, body offsets+data, topic offsets+data, props offsets+data */
+    c.cap = first.size ? room / first.size + 1 : 1;
     Py_ssize_t sizes[10] = {
-        (Py_ssize_t)(N_I32 * n * 4), (Py_ssize_t)(N_I64 * n * 8), (Py_ssize_t)(n * 4), (Py_ssize_t)(n * 4),
-        (Py_ssize_t)((n + 1) * 4), (Py_ssize_t)body_total, (Py_ssize_t)((n + 1) * 4), (Py_ssize_t)topic_total,
-        (Py_ssize_t)((n + 1) * 4), (Py_ssize_t)props_total,
+        (Py_ssize_t)(N_I32 * c.cap * 4), (Py_ssize_t)(N_I64 * c.cap * 8), (Py_ssize_t)(c.cap * 4),
+        (Py_ssize_t)(c.cap * 4), (Py_ssize_t)((c.cap + 1) * 4), (Py_ssize_t)(c.cap * first.body_len),
+        (Py_ssize_t)((c.cap + 1) * 4), (Py_ssize_t)(c.cap * first.topic_len), (Py_ssize_t)((c.cap + 1) * 4),
+        (Py_ssize_t)(c.cap * first.props_len),
     };
-    /* with one property width: each byte column's highest and lowest value, for parse_property_rows */
-    int fold = uniform && n > 0;
-    Py_ssize_t width = fold ? (Py_ssize_t)props_width : 0;
-    PyObject *out[12] = {NULL};
-    for (int i = 0; i < 12; i++) {
-        if (i >= 10 && !fold) {
-            out[i] = Py_NewRef(Py_None);
-            continue;
-        }
-        out[i] = new_bytearray(i < 10 ? sizes[i] : width);
-        if (!out[i]) {
-            for (int j = 0; j < i; j++)
-                Py_DECREF(out[j]);
+    for (int k = 0; k < 10; k++)
+        if (!(c.out[k] = new_bytearray(sizes[k])))
             goto done;
-        }
-    }
-    int32_t *i32 = (int32_t *)PyByteArray_AS_STRING(out[0]);
-    int64_t *i64 = (int64_t *)PyByteArray_AS_STRING(out[1]);
-    uint8_t *born_ip = (uint8_t *)PyByteArray_AS_STRING(out[2]);
-    uint8_t *store_ip = (uint8_t *)PyByteArray_AS_STRING(out[3]);
-    int32_t *body_off = (int32_t *)PyByteArray_AS_STRING(out[4]);
-    uint8_t *body = (uint8_t *)PyByteArray_AS_STRING(out[5]);
-    int32_t *topic_off = (int32_t *)PyByteArray_AS_STRING(out[6]);
-    uint8_t *topic = (uint8_t *)PyByteArray_AS_STRING(out[7]);
-    int32_t *props_off = (int32_t *)PyByteArray_AS_STRING(out[8]);
-    uint8_t *props = (uint8_t *)PyByteArray_AS_STRING(out[9]);
-    uint8_t *high = fold ? (uint8_t *)PyByteArray_AS_STRING(out[10]) : NULL;
-    uint8_t *low = fold ? (uint8_t *)PyByteArray_AS_STRING(out[11]) : NULL;
-    if (fold) {
-        memset(high, 0, (size_t)width);
-        memset(low, 0xFF, (size_t)width);
-    }
+    /* with one property width: each byte column's highest and lowest value, for parse_property_rows */
+    uint8_t high[32768], low[32768]; /* a property string is at most 32,767 bytes */
+    int64_t n = 0, b = 0, t = 0, q = 0, width = -1;
+    int uniform = 1, common = 1, failed = 0;
+    Parts p;
 
     Py_BEGIN_ALLOW_THREADS
-    int64_t i = 0, b = 0, t = 0, q = 0;
+    int32_t *i32 = (int32_t *)PyByteArray_AS_STRING(c.out[0]);
+    int64_t *i64 = (int64_t *)PyByteArray_AS_STRING(c.out[1]);
+    uint8_t *born_ip = (uint8_t *)PyByteArray_AS_STRING(c.out[2]);
+    uint8_t *store_ip = (uint8_t *)PyByteArray_AS_STRING(c.out[3]);
+    int32_t *body_off = (int32_t *)PyByteArray_AS_STRING(c.out[4]);
+    uint8_t *body = (uint8_t *)PyByteArray_AS_STRING(c.out[5]);
+    int32_t *topic_off = (int32_t *)PyByteArray_AS_STRING(c.out[6]);
+    uint8_t *topic = (uint8_t *)PyByteArray_AS_STRING(c.out[7]);
+    int32_t *props_off = (int32_t *)PyByteArray_AS_STRING(c.out[8]);
+    uint8_t *props = (uint8_t *)PyByteArray_AS_STRING(c.out[9]);
     body_off[0] = topic_off[0] = props_off[0] = 0;
-    for (Py_ssize_t s = 0; s < n_spans; s++) {
+    for (Py_ssize_t s = 0; s < n_spans && common && !failed; s++) {
         int64_t pos = bounds[2 * s], end = bounds[2 * s + 1];
         while (pos < end) {
             const uint8_t *rec = buf + pos;
-            parts_of(rec, end - pos, &p); /* validated by the first pass */
+            if (!parts_of(rec, end - pos, &p)) {
+                common = 0;
+                break;
+            }
+            if (n + 1 > c.cap || b + p.body_len > PyByteArray_GET_SIZE(c.out[5]) ||
+                t + p.topic_len > PyByteArray_GET_SIZE(c.out[7]) || q + p.props_len > PyByteArray_GET_SIZE(c.out[9])) {
+                Py_BLOCK_THREADS
+                failed = columns_fit(&c, n, b, t, q, &p) < 0;
+                Py_UNBLOCK_THREADS
+                if (failed)
+                    break;
+                i32 = (int32_t *)PyByteArray_AS_STRING(c.out[0]);
+                i64 = (int64_t *)PyByteArray_AS_STRING(c.out[1]);
+                born_ip = (uint8_t *)PyByteArray_AS_STRING(c.out[2]);
+                store_ip = (uint8_t *)PyByteArray_AS_STRING(c.out[3]);
+                body_off = (int32_t *)PyByteArray_AS_STRING(c.out[4]);
+                body = (uint8_t *)PyByteArray_AS_STRING(c.out[5]);
+                topic_off = (int32_t *)PyByteArray_AS_STRING(c.out[6]);
+                topic = (uint8_t *)PyByteArray_AS_STRING(c.out[7]);
+                props_off = (int32_t *)PyByteArray_AS_STRING(c.out[8]);
+                props = (uint8_t *)PyByteArray_AS_STRING(c.out[9]);
+            }
             for (int f = 0; f < N_I32; f++)
-                i32[f * n + i] = (int32_t)be32(rec + I32_AT[f]);
+                i32[f * c.cap + n] = (int32_t)be32(rec + I32_AT[f]);
             for (int f = 0; f < N_I64; f++)
-                i64[f * n + i] = (int64_t)be64(rec + I64_AT[f]);
-            memcpy(born_ip + 4 * i, rec + 48, 4);
-            memcpy(store_ip + 4 * i, rec + 64, 4);
+                i64[f * c.cap + n] = (int64_t)be64(rec + I64_AT[f]);
+            memcpy(born_ip + 4 * n, rec + 48, 4);
+            memcpy(store_ip + 4 * n, rec + 64, 4);
             memcpy(body + b, rec + HEAD, (size_t)p.body_len);
             b += p.body_len;
             memcpy(topic + t, rec + p.topic_start, (size_t)p.topic_len);
             t += p.topic_len;
             memcpy(props + q, rec + p.props_start, (size_t)p.props_len);
-            if (fold) {
+            if (width < 0) {
+                width = p.props_len;
+                memset(high, 0, (size_t)width);
+                memset(low, 0xFF, (size_t)width);
+            } else if (p.props_len != width) {
+                uniform = 0;
+            }
+            if (uniform) {
                 const uint8_t *row = props + q;
-                for (Py_ssize_t j = 0; j < width; j++) {
+                for (int64_t j = 0; j < width; j++) {
                     high[j] = row[j] > high[j] ? row[j] : high[j];
                     low[j] = row[j] < low[j] ? row[j] : low[j];
                 }
             }
             q += p.props_len;
-            i++;
-            body_off[i] = (int32_t)b;
-            topic_off[i] = (int32_t)t;
-            props_off[i] = (int32_t)q;
+            n++;
+            body_off[n] = (int32_t)b;
+            topic_off[n] = (int32_t)t;
+            props_off[n] = (int32_t)q;
             pos += p.size;
         }
     }
+    if (!failed) {
+        for (int f = 1; f < N_I32; f++)
+            memmove(i32 + f * n, i32 + f * c.cap, (size_t)n * 4);
+        for (int f = 1; f < N_I64; f++)
+            memmove(i64 + f * n, i64 + f * c.cap, (size_t)n * 8);
+    }
     Py_END_ALLOW_THREADS
 
-    result = Py_BuildValue("(LLNNNNNNNNNNNN)", (long long)n, (long long)(fold ? props_width : -1), out[0],
-                           out[1], out[2], out[3], out[4], out[5], out[6], out[7], out[8], out[9], out[10],
-                           out[11]);
+    if (failed)
+        goto done;
+    if (!common) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    Py_ssize_t used[10] = {
+        (Py_ssize_t)(N_I32 * n * 4), (Py_ssize_t)(N_I64 * n * 8), (Py_ssize_t)(n * 4), (Py_ssize_t)(n * 4),
+        (Py_ssize_t)((n + 1) * 4), (Py_ssize_t)b, (Py_ssize_t)((n + 1) * 4), (Py_ssize_t)t,
+        (Py_ssize_t)((n + 1) * 4), (Py_ssize_t)q,
+    };
+    for (int k = 0; k < 10; k++)
+        if (PyByteArray_Resize(c.out[k], used[k]) < 0)
+            goto done;
+    int fold = uniform && n > 0;
+    for (int k = 0; k < 2; k++)
+        if (!(fold_out[k] = fold ? PyByteArray_FromStringAndSize((const char *)(k ? low : high), (Py_ssize_t)width)
+                                 : Py_NewRef(Py_None)))
+            goto done;
+    result = Py_BuildValue("(LLNNNNNNNNNNNN)", (long long)n, (long long)(fold ? width : -1), c.out[0], c.out[1],
+                           c.out[2], c.out[3], c.out[4], c.out[5], c.out[6], c.out[7], c.out[8], c.out[9],
+                           fold_out[0], fold_out[1]);
+    memset(c.out, 0, sizeof c.out); /* stolen by Py_BuildValue ("N"), whether or not it succeeded */
+    fold_out[0] = fold_out[1] = NULL;
 done:
+    for (int k = 0; k < 10; k++)
+        Py_XDECREF(c.out[k]);
+    Py_XDECREF(fold_out[0]);
+    Py_XDECREF(fold_out[1]);
     PyBuffer_Release(&data);
     PyBuffer_Release(&spans);
     return result;

@@ -129,6 +129,28 @@ def test_uniform_properties_come_with_their_column_folds():
     assert np.frombuffer(props_off, np.int32).tolist() == list(range(0, 6 * width, width))
 
 
+@needs_scan
+@pytest.mark.parametrize(
+    "sizes",
+    [[20_000] + [0] * 300, [0] + [20_000] * 3, [5] * 40 + [4_000] + [5] * 40],
+    ids=["a large first record", "a small first record", "one large record among small ones"],
+)
+def test_the_columns_grow_past_what_the_first_record_suggests(sizes):
+    """The scan sizes its columns from the first record and grows them when later records do not fit
+    (more records, longer bodies, topics or properties): every column is still numpy's."""
+    msgs = [
+        {"topic": "T" * (1 + n % 200), "body": bytes([i % 251]) * n,
+         "props": {"UNIQ_KEY": f"{i:032X}", "K": "v" * (n // 100)}, "queue_id": i % 4, "offset": i,
+         "ts": 1_700_000_000_000 + i, "born": "10.0.0.1:4242", "flag": i, "reconsume": 0}
+        for i, n in enumerate(sizes)
+    ]  # fmt: skip
+    bodies = [_records(msgs[:7]), _records(msgs[7:])]
+    assert _scan(bodies)[0] == len(sizes)
+    got, want = _both(bodies)
+    assert got.equals(want)
+    assert got.column("body").to_pylist() == [m["body"] for m in msgs]
+
+
 def _one(props: str = "TAGS\x01a\x02", body: bytes = b"hello", **kw: object) -> bytes:
     return encode_stored(topic="T", queue_id=0, queue_offset=np.array([0]), commitlog_offset=np.array([0]),
                          body=pa.array([body]), properties=props, **kw)  # fmt: skip
