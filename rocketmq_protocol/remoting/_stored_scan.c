@@ -170,8 +170,14 @@ static PyObject *scan_stored(PyObject *self, PyObject *args) {
         if (!(c.out[k] = new_bytearray(sizes[k])))
             goto done;
     /* with one property width: each byte column's highest and lowest value, for parse_property_rows */
-    uint8_t high[32768], low[32768]; /* a property string is at most 32,767 bytes */
-    int64_t n = 0, b = 0, t = 0, q = 0, width = -1;
+    int64_t n = 0, b = 0, t = 0, q = 0, width = first.size ? first.props_len : -1;
+    for (int k = 0; k < 2; k++)
+        if (!(fold_out[k] = new_bytearray((Py_ssize_t)first.props_len)))
+            goto done;
+    uint8_t *high = (uint8_t *)PyByteArray_AS_STRING(fold_out[0]);
+    uint8_t *low = (uint8_t *)PyByteArray_AS_STRING(fold_out[1]);
+    memset(high, 0, (size_t)first.props_len);
+    memset(low, 0xFF, (size_t)first.props_len);
     int uniform = 1, common = 1, failed = 0;
     Parts p;
 
@@ -224,13 +230,8 @@ static PyObject *scan_stored(PyObject *self, PyObject *args) {
             memcpy(topic + t, rec + p.topic_start, (size_t)p.topic_len);
             t += p.topic_len;
             memcpy(props + q, rec + p.props_start, (size_t)p.props_len);
-            if (width < 0) {
-                width = p.props_len;
-                memset(high, 0, (size_t)width);
-                memset(low, 0xFF, (size_t)width);
-            } else if (p.props_len != width) {
+            if (p.props_len != width)
                 uniform = 0;
-            }
             if (uniform) {
                 const uint8_t *row = props + q;
                 for (int64_t j = 0; j < width; j++) {
@@ -269,10 +270,11 @@ static PyObject *scan_stored(PyObject *self, PyObject *args) {
         if (PyByteArray_Resize(c.out[k], used[k]) < 0)
             goto done;
     int fold = uniform && n > 0;
-    for (int k = 0; k < 2; k++)
-        if (!(fold_out[k] = fold ? PyByteArray_FromStringAndSize((const char *)(k ? low : high), (Py_ssize_t)width)
-                                 : Py_NewRef(Py_None)))
-            goto done;
+    if (!fold)
+        for (int k = 0; k < 2; k++) {
+            Py_DECREF(fold_out[k]);
+            fold_out[k] = Py_NewRef(Py_None);
+        }
     result = Py_BuildValue("(LLNNNNNNNNNNNN)", (long long)n, (long long)(fold ? width : -1), c.out[0], c.out[1],
                            c.out[2], c.out[3], c.out[4], c.out[5], c.out[6], c.out[7], c.out[8], c.out[9],
                            fold_out[0], fold_out[1]);
