@@ -182,16 +182,24 @@ static PyObject *scan_stored(PyObject *self, PyObject *args) {
     Parts p;
 
     Py_BEGIN_ALLOW_THREADS
-    int32_t *i32 = (int32_t *)PyByteArray_AS_STRING(c.out[0]);
-    int64_t *i64 = (int64_t *)PyByteArray_AS_STRING(c.out[1]);
-    uint8_t *born_ip = (uint8_t *)PyByteArray_AS_STRING(c.out[2]);
-    uint8_t *store_ip = (uint8_t *)PyByteArray_AS_STRING(c.out[3]);
-    int32_t *body_off = (int32_t *)PyByteArray_AS_STRING(c.out[4]);
-    uint8_t *body = (uint8_t *)PyByteArray_AS_STRING(c.out[5]);
-    int32_t *topic_off = (int32_t *)PyByteArray_AS_STRING(c.out[6]);
-    uint8_t *topic = (uint8_t *)PyByteArray_AS_STRING(c.out[7]);
-    int32_t *props_off = (int32_t *)PyByteArray_AS_STRING(c.out[8]);
-    uint8_t *props = (uint8_t *)PyByteArray_AS_STRING(c.out[9]);
+    int32_t *i32, *body_off, *topic_off, *props_off;
+    int64_t *i64;
+    uint8_t *born_ip, *store_ip, *body, *topic, *props;
+/* the columns' data, again after they grew (their buffers may have moved) */
+#define POINT_AT_COLUMNS()                                                                                  \
+    do {                                                                                                   \
+        i32 = (int32_t *)PyByteArray_AS_STRING(c.out[0]);                                                  \
+        i64 = (int64_t *)PyByteArray_AS_STRING(c.out[1]);                                                  \
+        born_ip = (uint8_t *)PyByteArray_AS_STRING(c.out[2]);                                              \
+        store_ip = (uint8_t *)PyByteArray_AS_STRING(c.out[3]);                                             \
+        body_off = (int32_t *)PyByteArray_AS_STRING(c.out[4]);                                             \
+        body = (uint8_t *)PyByteArray_AS_STRING(c.out[5]);                                                 \
+        topic_off = (int32_t *)PyByteArray_AS_STRING(c.out[6]);                                            \
+        topic = (uint8_t *)PyByteArray_AS_STRING(c.out[7]);                                                \
+        props_off = (int32_t *)PyByteArray_AS_STRING(c.out[8]);                                            \
+        props = (uint8_t *)PyByteArray_AS_STRING(c.out[9]);                                                \
+    } while (0)
+    POINT_AT_COLUMNS();
     body_off[0] = topic_off[0] = props_off[0] = 0;
     for (Py_ssize_t s = 0; s < n_spans && common && !failed; s++) {
         int64_t pos = bounds[2 * s], end = bounds[2 * s + 1];
@@ -208,16 +216,7 @@ static PyObject *scan_stored(PyObject *self, PyObject *args) {
                 Py_UNBLOCK_THREADS
                 if (failed)
                     break;
-                i32 = (int32_t *)PyByteArray_AS_STRING(c.out[0]);
-                i64 = (int64_t *)PyByteArray_AS_STRING(c.out[1]);
-                born_ip = (uint8_t *)PyByteArray_AS_STRING(c.out[2]);
-                store_ip = (uint8_t *)PyByteArray_AS_STRING(c.out[3]);
-                body_off = (int32_t *)PyByteArray_AS_STRING(c.out[4]);
-                body = (uint8_t *)PyByteArray_AS_STRING(c.out[5]);
-                topic_off = (int32_t *)PyByteArray_AS_STRING(c.out[6]);
-                topic = (uint8_t *)PyByteArray_AS_STRING(c.out[7]);
-                props_off = (int32_t *)PyByteArray_AS_STRING(c.out[8]);
-                props = (uint8_t *)PyByteArray_AS_STRING(c.out[9]);
+                POINT_AT_COLUMNS();
             }
             for (int f = 0; f < N_I32; f++)
                 i32[f * c.cap + n] = (int32_t)be32(rec + I32_AT[f]);
@@ -254,6 +253,7 @@ static PyObject *scan_stored(PyObject *self, PyObject *args) {
             memmove(i64 + f * n, i64 + f * c.cap, (size_t)n * 8);
     }
     Py_END_ALLOW_THREADS
+#undef POINT_AT_COLUMNS
 
     if (failed)
         goto done;
