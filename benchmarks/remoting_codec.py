@@ -4,7 +4,8 @@
 
 Messages have a 100-byte body, a tag, two keys, a UNIQ_KEY and two user properties, like a Java
 producer's. Prints msgs/s (best of `--repeat`, wall clock and process CPU time) for: decode of pull
-bodies (up to 16 MiB each, one at a time, as a client receives them) into Arrow columns, encode of stored
+bodies (up to 16 MiB each, one at a time, as a client receives them) into Arrow columns (every column,
+and the table a read task makes of them: `connector.clients.remoting.stored_to_table`), encode of stored
 messages from columns (what the emulator serves), and the SEND_BATCH_MESSAGE encode from columns (the
 writer's path) with and without building the property strings.
 """
@@ -17,6 +18,7 @@ import time
 import numpy as np
 import pyarrow as pa
 
+from connector.clients.remoting import stored_to_table
 from rocketmq_protocol.remoting.message_codec import decode_stored, encode_batch, encode_stored
 from rocketmq_protocol.remoting.message_id import UniqIdGenerator
 from rocketmq_protocol.remoting.properties import build_properties_column
@@ -110,6 +112,7 @@ def run(n: int, repeat: int) -> dict[str, tuple[float, float]]:
     assert check.num_rows > 0 and check.column("tags")[0].as_py() == "TagA"
     runs = {
         "decode pull bodies -> Arrow": lambda: decode_each(bodies),
+        "decode pull bodies -> reader table": lambda: [stored_to_table([body]) for body in bodies],
         "encode stored from columns": lambda: encode_pull_bodies(cols, props, n),
         "batch encode (incl. properties)": lambda: encode_batch(cols["body"], build_props(cols, n)),
         "batch encode (properties given)": lambda: encode_batch(cols["body"], props),

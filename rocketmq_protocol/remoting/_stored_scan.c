@@ -4,7 +4,11 @@
    scan_stored(buf, spans) walks the records of each (start, end) span of `buf` (TOTALSIZE to TOTALSIZE) and
    returns their fixed fields as native-endian columns, their hosts' IPv4 addresses, and their bodies,
    topics and property strings as Arrow-style (int32 offsets, contiguous data) pairs, and, when the
-   property strings have one length, each of their byte columns' highest and lowest value. It returns None,
+   property strings have one length, each of their byte columns' highest and lowest value. With `names` and
+   `hidden` (tuples of bytes) it parses each record's properties while the record is in cache instead of
+   copying them, by properties.parse_properties_column's rules: the last value of each of `names`, and
+   every property whose name is not hidden, in wire order, as a map (a pull whose properties differ from
+   message to message, keys or user properties, costs numpy's parse ~0.5 µs a message). It returns None,
    leaving the caller's numpy decoder to handle (or reject, with its exact error) the pull, whenever a
    record is outside the common layout: an IPv6 host, a COMPRESSED body, an unknown magic code, any size
    that does not fit, or more than 2 GiB of records in all. The layout is apache/rocketmq's
@@ -130,14 +134,312 @@ static int columns_fit(Columns *c, int64_t n, int64_t b, int64_t t, int64_t q, c
     return 0;
 }
 
+/* A bytearray written from its start; grown (taking the GIL for the resize) when a write does not fit. */
+typedef struct {
+    PyObject *ba;
+    Py_ssize_t used;
+} Out;
+
+static int out_init(Out *o, Py_ssize_t cap) {
+    o->used = 0;
+    return (o->ba = new_bytearray(cap)) ? 0 : -1;
+}
+
+static int out_grow(Out *o, Py_ssize_t extra) {
+    PyGILState_STATE gil = PyGILState_Ensure();
+    int rc = grow(o->ba, o->used + extra, 0);
+    PyGILState_Release(gil);
+    return rc;
+}
+
+static inline int out_reserve(Out *o, Py_ssize_t extra) {
+    return o->used + extra <= PyByteArray_GET_SIZE(o->ba) ? 0 : out_grow(o, extra);
+}
+
+static inline int out_put(Out *o, const void *src, Py_ssize_t len) {
+    if (out_reserve(o, len) < 0)
+        return -1;
+    memcpy(PyByteArray_AS_STRING(o->ba) + o->used, src, (size_t)len);
+    o->used += len;
+    return 0;
+}
+
+static inline int out_i32(Out *o, int64_t v) {
+    int32_t x = (int32_t)v;
+    return out_put(o, &x, 4);
+}
+
+/* The property names the caller wants (at their position) or hides from the map, found by their length
+   and first 8 bytes (open addressing), then compared in full. */
+#define MAX_WANTED 32
+#define SLOT_BITS 8
+#define SLOTS (1 << SLOT_BITS)
+typedef struct {
+    const char *name;
+    Py_ssize_t len;
+    int wanted; /* position in `names`, or -1 */
+    int hidden;
+} Name;
+
+typedef struct {
+    Name names[SLOTS];
+    int slot[SLOTS]; /* index + 1 into names; 0: empty */
+    int count;
+} NameTable;
+
+static inline unsigned name_hash(const uint8_t *k, int64_t len) {
+    uint64_t w = 0;
+    if (len >= 8)
+        memcpy(&w, k, 8);
+    else
+        for (int64_t i = 0; i < len; i++)
+            w |= (uint64_t)k[i] << (8 * i);
+    return (unsigned)(((w ^ ((uint64_t)len * 0x9E3779B97F4A7C15ull)) * 0xFF51AFD7ED558CCDull) >> (64 - SLOT_BITS));
+}
+
+static const Name *name_lookup(const NameTable *t, const uint8_t *k, int64_t len) {
+    for (unsigned i = name_hash(k, len);; i = (i + 1) & (SLOTS - 1)) {
+        int at = t->slot[i];
+        if (!at)
+            return NULL;
+        const Name *nm = &t->names[at - 1];
+        if (nm->len == len && memcmp(nm->name, k, (size_t)len) == 0)
+            return nm;
+    }
+}
+
+/* Adds the names of the tuple `seq` (bytes), wanted (at their position) or hidden. */
+static int names_add(NameTable *t, PyObject *seq, int wanted) {
+    if (!PyTuple_Check(seq) || (wanted && PyTuple_GET_SIZE(seq) > MAX_WANTED)) {
+        PyErr_SetString(PyExc_TypeError, "scan_stored: names and hidden are tuples of bytes (32 names at most)");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(seq); i++) {
+        PyObject *item = PyTuple_GET_ITEM(seq, i);
+        if (!PyBytes_Check(item)) {
+            PyErr_SetString(PyExc_TypeError, "scan_stored: property names are bytes");
+            return -1;
+        }
+        const uint8_t *k = (const uint8_t *)PyBytes_AS_STRING(item);
+        Py_ssize_t len = PyBytes_GET_SIZE(item);
+        Name *nm = (Name *)name_lookup(t, k, len);
+        if (!nm) {
+            if (t->count >= SLOTS / 2) {
+                PyErr_SetString(PyExc_ValueError, "scan_stored: too many property names");
+                return -1;
+            }
+            unsigned j = name_hash(k, len);
+            while (t->slot[j])
+                j = (j + 1) & (SLOTS - 1);
+            nm = &t->names[t->count];
+            nm->name = (const char *)k;
+            nm->len = len;
+            nm->wanted = -1;
+            nm->hidden = 0;
+            t->slot[j] = ++t->count;
+        }
+        if (wanted)
+            nm->wanted = (int)i;
+        else
+            nm->hidden = 1;
+    }
+    return 0;
+}
+
+/* The parsed properties: per wanted name a string column (int32 offsets, data, a validity byte per record,
+   nulls), started at the first record that has the name (none: every value null) and its validity at the
+   first record without it once started (none: no null); the others as a map (per record an offset into
+   the items; the items' names and values as strings). */
+typedef struct {
+    int k;
+    int64_t cap;
+    Out off[MAX_WANTED], data[MAX_WANTED], valid[MAX_WANTED];
+    int64_t nulls[MAX_WANTED], width[MAX_WANTED];
+    int started[MAX_WANTED], n_started; /* the names whose column has started, in order */
+    Out map_off, key_off, key_data, val_off, val_data;
+    int64_t items;
+} Parsed;
+
+/* `n` copies of the byte `v` (n int32 zeros: v 0, n * 4) appended. */
+static int out_fill(Out *o, int v, Py_ssize_t n) {
+    if (out_reserve(o, n) < 0)
+        return -1;
+    memset(PyByteArray_AS_STRING(o->ba) + o->used, v, (size_t)n);
+    o->used += n;
+    return 0;
+}
+
+/* Name j's column from record `row` on (the records before it have no value); takes the GIL to allocate. */
+static int column_start(Parsed *ps, int j, int64_t row) {
+    PyGILState_STATE gil = PyGILState_Ensure();
+    int64_t rows = ps->cap > row ? ps->cap : row + 1;
+    int rc = out_init(&ps->off[j], (rows + 1) * 4) < 0 || out_init(&ps->data[j], rows * ps->width[j]) < 0 ||
+             (row > 0 && out_init(&ps->valid[j], rows) < 0);
+    PyGILState_Release(gil);
+    if (rc || out_fill(&ps->off[j], 0, (row + 1) * 4) < 0 || (row > 0 && out_fill(&ps->valid[j], 0, row) < 0))
+        return -1;
+    ps->nulls[j] = row;
+    return 0;
+}
+
+static void parsed_clear(Parsed *ps) {
+    for (int j = 0; j < MAX_WANTED; j++) {
+        Py_CLEAR(ps->off[j].ba);
+        Py_CLEAR(ps->data[j].ba);
+        Py_CLEAR(ps->valid[j].ba);
+    }
+    Py_CLEAR(ps->map_off.ba);
+    Py_CLEAR(ps->key_off.ba);
+    Py_CLEAR(ps->key_data.ba);
+    Py_CLEAR(ps->val_off.ba);
+    Py_CLEAR(ps->val_data.ba);
+}
+
+/* Runs the block for each item of a property string, with `key`, `key_len`, `val` and `val_len` set: items
+   end at \x02 (the string's end ends the last one), the name is before the first \x01; items with an empty
+   name or value are skipped. */
+#define FOR_EACH_PROPERTY(s, len, ...)                                                                     \
+    do {                                                                                                   \
+        const uint8_t *p_ = (s), *end_ = (s) + (len);                                                      \
+        while (p_ < end_) {                                                                                \
+            const uint8_t *e_ = memchr(p_, 2, (size_t)(end_ - p_));                                        \
+            if (!e_)                                                                                       \
+                e_ = end_;                                                                                 \
+            const uint8_t *kv_ = memchr(p_, 1, (size_t)(e_ - p_));                                         \
+            if (kv_ && kv_ > p_ && kv_ < e_ - 1) {                                                         \
+                const uint8_t *key = p_, *val = kv_ + 1;                                                   \
+                int64_t key_len = kv_ - p_, val_len = e_ - kv_ - 1;                                        \
+                __VA_ARGS__                                                                                \
+            }                                                                                              \
+            p_ = e_ + 1;                                                                                   \
+        }                                                                                                  \
+    } while (0)
+
+/* Record `row`'s properties into the columns. */
+static int parse_props(Parsed *ps, const NameTable *t, const uint8_t *s, int64_t len, int64_t row) {
+    const uint8_t *vs[MAX_WANTED];
+    int64_t vl[MAX_WANTED];
+    int seen[MAX_WANTED], n_seen = 0;
+    for (int j = 0; j < ps->k; j++)
+        vl[j] = -1;
+    int failed = 0;
+    FOR_EACH_PROPERTY(s, len, {
+        const Name *nm = name_lookup(t, key, key_len);
+        if (nm && nm->wanted >= 0) {
+            if (vl[nm->wanted] < 0)
+                seen[n_seen++] = nm->wanted;
+            vs[nm->wanted] = val;
+            vl[nm->wanted] = val_len;
+        }
+        if ((!nm || !nm->hidden) && !failed) {
+            failed = out_put(&ps->key_data, key, key_len) < 0 || out_i32(&ps->key_off, ps->key_data.used) < 0 ||
+                     out_put(&ps->val_data, val, val_len) < 0 || out_i32(&ps->val_off, ps->val_data.used) < 0;
+            ps->items++;
+        }
+    });
+    if (failed || out_i32(&ps->map_off, ps->items) < 0)
+        return -1;
+    for (int i = 0; i < n_seen; i++) /* names first met in this record: their columns start here */
+        if (!ps->off[seen[i]].ba) {
+            if (column_start(ps, seen[i], row) < 0)
+                return -1;
+            ps->started[ps->n_started++] = seen[i];
+        }
+    for (int i = 0; i < ps->n_started; i++) {
+        int j = ps->started[i];
+        if (vl[j] >= 0) {
+            if (out_put(&ps->data[j], vs[j], vl[j]) < 0 || (ps->valid[j].ba && out_fill(&ps->valid[j], 1, 1) < 0))
+                return -1;
+        } else {
+            if (!ps->valid[j].ba) {
+                PyGILState_STATE gil = PyGILState_Ensure();
+                int rc = out_init(&ps->valid[j], ps->cap > row ? ps->cap : row + 1);
+                PyGILState_Release(gil);
+                if (rc < 0 || out_fill(&ps->valid[j], 1, row) < 0)
+                    return -1;
+            }
+            if (out_fill(&ps->valid[j], 0, 1) < 0)
+                return -1;
+            ps->nulls[j]++;
+        }
+        if (out_i32(&ps->off[j], ps->data[j].used) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Columns for `cap` records, sized from the first record's properties. */
+static int parsed_init(Parsed *ps, int k, int64_t cap, const NameTable *t, const uint8_t *first, int64_t len) {
+    int64_t width[MAX_WANTED] = {0}, keys = 0, vals = 0, items = 0;
+    FOR_EACH_PROPERTY(first, len, {
+        (void)val;
+        const Name *nm = name_lookup(t, key, key_len);
+        if (nm && nm->wanted >= 0)
+            width[nm->wanted] = val_len;
+        if (!nm || !nm->hidden) {
+            keys += key_len;
+            vals += val_len;
+            items++;
+        }
+    });
+    ps->k = k;
+    ps->cap = cap;
+    ps->items = 0;
+    ps->n_started = 0;
+    for (int j = 0; j < k; j++)
+        ps->width[j] = width[j];
+    if (out_init(&ps->map_off, (cap + 1) * 4) < 0 || out_init(&ps->key_off, (cap * items + 1) * 4) < 0 ||
+        out_init(&ps->key_data, cap * keys) < 0 || out_init(&ps->val_off, (cap * items + 1) * 4) < 0 ||
+        out_init(&ps->val_data, cap * vals) < 0)
+        return -1;
+    return out_i32(&ps->map_off, 0) < 0 || out_i32(&ps->key_off, 0) < 0 || out_i32(&ps->val_off, 0) < 0 ? -1 : 0;
+}
+
+/* ((offsets, data, validity bytes or None, nulls) per name, or None for a name no record has; map offsets,
+   name offsets, names, value offsets, values), each trimmed to what was written, or NULL; the caller still
+   clears `ps`. */
+static PyObject *parsed_result(Parsed *ps) {
+    Out *maps[5] = {&ps->map_off, &ps->key_off, &ps->key_data, &ps->val_off, &ps->val_data};
+    for (int j = 0; j < ps->k; j++)
+        if (ps->off[j].ba && (PyByteArray_Resize(ps->off[j].ba, ps->off[j].used) < 0 ||
+                              PyByteArray_Resize(ps->data[j].ba, ps->data[j].used) < 0 ||
+                              (ps->valid[j].ba && PyByteArray_Resize(ps->valid[j].ba, ps->valid[j].used) < 0)))
+            return NULL;
+    for (int i = 0; i < 5; i++)
+        if (PyByteArray_Resize(maps[i]->ba, maps[i]->used) < 0)
+            return NULL;
+    PyObject *per_name = PyTuple_New(ps->k);
+    if (!per_name)
+        return NULL;
+    for (int j = 0; j < ps->k; j++) {
+        PyObject *col = !ps->off[j].ba ? Py_NewRef(Py_None)
+                                       : Py_BuildValue("(OOOL)", ps->off[j].ba, ps->data[j].ba,
+                                                       ps->valid[j].ba ? ps->valid[j].ba : Py_None,
+                                                       (long long)ps->nulls[j]);
+        if (!col) {
+            Py_DECREF(per_name);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(per_name, j, col);
+    }
+    return Py_BuildValue("(NOOOOO)", per_name, ps->map_off.ba, ps->key_off.ba, ps->key_data.ba, ps->val_off.ba,
+                         ps->val_data.ba);
+}
+
 static PyObject *scan_stored(PyObject *self, PyObject *args) {
     (void)self;
     Py_buffer data, spans;
-    if (!PyArg_ParseTuple(args, "y*y*", &data, &spans))
+    PyObject *names = Py_None, *hidden = Py_None;
+    if (!PyArg_ParseTuple(args, "y*y*|OO", &data, &spans, &names, &hidden))
         return NULL;
-    PyObject *result = NULL;
+    PyObject *result = NULL, *parsed = NULL;
     PyObject *fold_out[2] = {NULL, NULL};
     Columns c = {{NULL}, 0};
+    int parse = names != Py_None;
+    NameTable *table = NULL;
+    Parsed ps;
+    memset(&ps, 0, sizeof ps);
+    int64_t first_pos = 0;
     const uint8_t *buf = (const uint8_t *)data.buf;
     const int64_t *bounds = (const int64_t *)spans.buf;
     Py_ssize_t n_spans = spans.len / (Py_ssize_t)(2 * sizeof(int64_t));
@@ -149,9 +451,12 @@ static PyObject *scan_stored(PyObject *self, PyObject *args) {
             result = Py_NewRef(Py_None);
             goto done;
         }
-        if (room == 0 && end > pos && !parts_of(buf + pos, end - pos, &first)) {
-            result = Py_NewRef(Py_None);
-            goto done;
+        if (room == 0 && end > pos) {
+            if (!parts_of(buf + pos, end - pos, &first)) {
+                result = Py_NewRef(Py_None);
+                goto done;
+            }
+            first_pos = pos;
         }
         room += end - pos;
     }
@@ -160,25 +465,37 @@ static PyObject *scan_stored(PyObject *self, PyObject *args) {
         goto done;
     }
     c.cap = first.size ? room / first.size + 1 : 1;
+    /* parsing the properties, the scan keeps none of their strings */
+    int64_t props0 = parse ? 0 : first.props_len;
+    if (parse) {
+        if (!(table = PyMem_Calloc(1, sizeof *table))) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        if (names_add(table, names, 1) < 0 || (hidden != Py_None && names_add(table, hidden, 0) < 0) ||
+            parsed_init(&ps, (int)PyTuple_GET_SIZE(names), c.cap, table, buf + first_pos + first.props_start,
+                        first.size ? first.props_len : 0) < 0)
+            goto done;
+    }
     Py_ssize_t sizes[10] = {
         (Py_ssize_t)(N_I32 * c.cap * 4), (Py_ssize_t)(N_I64 * c.cap * 8), (Py_ssize_t)(c.cap * 4),
         (Py_ssize_t)(c.cap * 4), (Py_ssize_t)((c.cap + 1) * 4), (Py_ssize_t)(c.cap * first.body_len),
         (Py_ssize_t)((c.cap + 1) * 4), (Py_ssize_t)(c.cap * first.topic_len), (Py_ssize_t)((c.cap + 1) * 4),
-        (Py_ssize_t)(c.cap * first.props_len),
+        (Py_ssize_t)(c.cap * props0),
     };
     for (int k = 0; k < 10; k++)
         if (!(c.out[k] = new_bytearray(sizes[k])))
             goto done;
     /* with one property width: each byte column's highest and lowest value, for parse_property_rows */
-    int64_t n = 0, b = 0, t = 0, q = 0, width = first.size ? first.props_len : -1;
+    int64_t n = 0, b = 0, t = 0, q = 0, width = first.size ? props0 : -1;
     for (int k = 0; k < 2; k++)
-        if (!(fold_out[k] = new_bytearray((Py_ssize_t)first.props_len)))
+        if (!(fold_out[k] = new_bytearray((Py_ssize_t)props0)))
             goto done;
     uint8_t *high = (uint8_t *)PyByteArray_AS_STRING(fold_out[0]);
     uint8_t *low = (uint8_t *)PyByteArray_AS_STRING(fold_out[1]);
-    memset(high, 0, (size_t)first.props_len);
-    memset(low, 0xFF, (size_t)first.props_len);
-    int uniform = 1, common = 1, failed = 0;
+    memset(high, 0, (size_t)props0);
+    memset(low, 0xFF, (size_t)props0);
+    int uniform = !parse, common = 1, failed = 0;
     Parts p;
 
     Py_BEGIN_ALLOW_THREADS
@@ -209,10 +526,13 @@ static PyObject *scan_stored(PyObject *self, PyObject *args) {
                 common = 0;
                 break;
             }
+            Parts kept = p;
+            if (parse)
+                kept.props_len = 0;
             if (n + 1 > c.cap || b + p.body_len > PyByteArray_GET_SIZE(c.out[5]) ||
-                t + p.topic_len > PyByteArray_GET_SIZE(c.out[7]) || q + p.props_len > PyByteArray_GET_SIZE(c.out[9])) {
+                t + p.topic_len > PyByteArray_GET_SIZE(c.out[7]) || q + kept.props_len > PyByteArray_GET_SIZE(c.out[9])) {
                 Py_BLOCK_THREADS
-                failed = columns_fit(&c, n, b, t, q, &p) < 0;
+                failed = columns_fit(&c, n, b, t, q, &kept) < 0;
                 Py_UNBLOCK_THREADS
                 if (failed)
                     break;
@@ -228,7 +548,11 @@ static PyObject *scan_stored(PyObject *self, PyObject *args) {
             b += p.body_len;
             memcpy(topic + t, rec + p.topic_start, (size_t)p.topic_len);
             t += p.topic_len;
-            memcpy(props + q, rec + p.props_start, (size_t)p.props_len);
+            if (parse && parse_props(&ps, table, rec + p.props_start, p.props_len, n) < 0) {
+                failed = 1;
+                break;
+            }
+            memcpy(props + q, rec + p.props_start, (size_t)kept.props_len);
             if (p.props_len != width)
                 uniform = 0;
             if (uniform) {
@@ -238,7 +562,7 @@ static PyObject *scan_stored(PyObject *self, PyObject *args) {
                     low[j] = row[j] < low[j] ? row[j] : low[j];
                 }
             }
-            q += p.props_len;
+            q += kept.props_len;
             n++;
             body_off[n] = (int32_t)b;
             topic_off[n] = (int32_t)t;
@@ -269,22 +593,27 @@ static PyObject *scan_stored(PyObject *self, PyObject *args) {
     for (int k = 0; k < 10; k++)
         if (PyByteArray_Resize(c.out[k], used[k]) < 0)
             goto done;
+    if (!(parsed = parse ? parsed_result(&ps) : Py_NewRef(Py_None)))
+        goto done;
     int fold = uniform && n > 0;
     if (!fold)
         for (int k = 0; k < 2; k++) {
             Py_DECREF(fold_out[k]);
             fold_out[k] = Py_NewRef(Py_None);
         }
-    result = Py_BuildValue("(LLNNNNNNNNNNNN)", (long long)n, (long long)(fold ? width : -1), c.out[0], c.out[1],
+    result = Py_BuildValue("(LLNNNNNNNNNNNNN)", (long long)n, (long long)(fold ? width : -1), c.out[0], c.out[1],
                            c.out[2], c.out[3], c.out[4], c.out[5], c.out[6], c.out[7], c.out[8], c.out[9],
-                           fold_out[0], fold_out[1]);
+                           fold_out[0], fold_out[1], parsed);
     memset(c.out, 0, sizeof c.out); /* stolen by Py_BuildValue ("N"), whether or not it succeeded */
-    fold_out[0] = fold_out[1] = NULL;
+    fold_out[0] = fold_out[1] = parsed = NULL;
 done:
     for (int k = 0; k < 10; k++)
         Py_XDECREF(c.out[k]);
     Py_XDECREF(fold_out[0]);
     Py_XDECREF(fold_out[1]);
+    Py_XDECREF(parsed);
+    parsed_clear(&ps);
+    PyMem_Free(table);
     PyBuffer_Release(&data);
     PyBuffer_Release(&spans);
     return result;
@@ -292,9 +621,9 @@ done:
 
 static PyMethodDef methods[] = {
     {"scan_stored", scan_stored, METH_VARARGS,
-     "scan_stored(buf, spans) -> None | (n, props_width, i32 columns, i64 columns, born ips, store ips, "
-     "body offsets, bodies, topic offsets, topics, property offsets, properties, property bytes' highest and "
-     "lowest per column or None, None)"},
+     "scan_stored(buf, spans[, names, hidden]) -> None | (n, props_width, i32 columns, i64 columns, born ips, "
+     "store ips, body offsets, bodies, topic offsets, topics, property offsets, properties, property bytes' "
+     "highest and lowest per column or None, None, with names: the parsed properties, else None)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -50,6 +50,7 @@ from .columns import (
 from .errors import BatchDecodeError, MessageDecodeError
 from .flags import CompressionType, MessageSysFlag, compression_type
 from .properties import (
+    HIDDEN_FROM_READER,
     KEYS,
     SHARDING_KEY,
     START_DELIVER_TIME,
@@ -58,6 +59,7 @@ from .properties import (
     TIMER_OUT_MS,
     UNIQ_KEY,
     WELL_KNOWN,
+    PropertyColumns,
     parse_properties_column,
     parse_property_rows,
 )
@@ -381,12 +383,17 @@ def decode_stored(
     if unknown:
         raise ValueError(f"decode_stored: no column {unknown}; the columns are {STORED_SCHEMA.names}")
     buf, spans = _concat(bodies)
-    records = _scanned(buf, spans) or _NumpyRecords(buf, record_starts(buf, spans, _MIN_STORED))
+    extra_names = tuple(extra_properties)
+    # Properties parsed in the scan: when they are read at all and their strings are not asked for.
+    parse = (derive and bool(_DERIVED.intersection(wanted))) or bool(extra_names)
+    keep_raw = raw_properties and "raw_properties" in wanted
+    names = _property_names(extra_names) if parse and not keep_raw else None
+    records = _scanned(buf, spans, names) or _NumpyRecords(buf, record_starts(buf, spans, _MIN_STORED))
     return _decode_records(
         records,
         decompress=decompress,
         derive=derive,
-        extra_names=tuple(extra_properties),
+        extra_names=extra_names,
         raw_properties=raw_properties,
         wanted=frozenset(wanted),
         host_ports=host_ports,
@@ -526,6 +533,9 @@ class _NumpyRecords:
     def raw_properties(self) -> pa.Array:
         return view_array(pa.string(), [self._tail], self._props_start, self._props_len)
 
+    def parsed_properties(self, names: Sequence[str]) -> PropertyColumns | None:
+        return None
+
 
 #: The columns `_stored_scan.scan_stored` returns, in its order (its I32_AT and I64_AT): int32 fields, then int64.
 _SCANNED_I32 = ("queue_id", "flag", "crc", "sysflag", "born_port", "store_port", "reconsume")
@@ -537,7 +547,7 @@ class _ScannedRecords:
     compressed): every column already gathered, in native order."""
 
     def __init__(self, scanned: tuple) -> None:
-        n, self._props_width, i32, i64, born_ip, store_ip, *self._parts = scanned
+        n, self._props_width, i32, i64, born_ip, store_ip, *self._parts, self._parsed = scanned
         self.n = n
         a32 = np.frombuffer(i32, np.int32).reshape(len(_SCANNED_I32), n)
         a64 = np.frombuffer(i64, np.int64).reshape(len(_SCANNED_I64), n)
@@ -569,15 +579,71 @@ class _ScannedRecords:
         return rows, (np.frombuffer(self._parts[6], np.uint8), np.frombuffer(self._parts[7], np.uint8))
 
     def raw_properties(self) -> pa.Array:
+        if self._parsed is not None:
+            raise RuntimeError("the scan parsed the properties: their strings were not kept")
         return self._strings(pa.string(), 2)
 
+    def parsed_properties(self, names: Sequence[str]) -> PropertyColumns | None:
+        """The properties as the scan parsed them (`parse_properties_column`'s result for `names`, the names
+        it was given), or None when it was not asked to."""
+        if self._parsed is None:
+            return None
+        n = self.n
+        per_name, map_offsets, key_offsets, keys, value_offsets, values = self._parsed
+        columns: dict[str, pa.Array] = {}
+        for name, column in zip(names, per_name, strict=True):
+            if column is None:  # no message has it
+                columns[name] = pa.nulls(n, pa.string())
+                continue
+            offsets, data, valid, nulls = column
+            bits = None if valid is None else np.packbits(np.frombuffer(valid, np.bool_), bitorder="little")
+            buffers = [
+                None if bits is None else pa.py_buffer(bits),
+                pa.py_buffer(offsets),
+                pa.py_buffer(data),
+            ]
+            columns[name] = pa.Array.from_buffers(pa.string(), n, buffers, null_count=nulls)
+        items = len(key_offsets) // 4 - 1
+        others = pa.MapArray.from_arrays(
+            pa.Array.from_buffers(pa.int32(), n + 1, [None, pa.py_buffer(map_offsets)]),
+            pa.Array.from_buffers(pa.string(), items, [None, pa.py_buffer(key_offsets), pa.py_buffer(keys)]),
+            pa.Array.from_buffers(
+                pa.string(), items, [None, pa.py_buffer(value_offsets), pa.py_buffer(values)]
+            ),
+        )
+        return PropertyColumns(columns, others)
 
-def _scanned(buf: np.ndarray, spans: Sequence[tuple[int, int]]) -> _ScannedRecords | None:
-    """The records of `buf`'s spans through the C scan, when it is built and they have the common layout."""
+
+def _scanned(
+    buf: np.ndarray, spans: Sequence[tuple[int, int]], names: tuple[str, ...] | None = None
+) -> _ScannedRecords | None:
+    """The records of `buf`'s spans through the C scan, when it is built and they have the common layout;
+    with `names`, their properties parsed in the scan (those names' values, the others not hidden from a
+    reader as a map) instead of copied."""
     if _stored_scan is None or not len(buf):
         return None
-    scanned = _stored_scan.scan_stored(buf, np.array(spans, dtype=np.int64).reshape(-1))
+    bounds = np.array(spans, dtype=np.int64).reshape(-1)
+    if names is None or len(names) > _SCAN_NAMES:
+        scanned = _stored_scan.scan_stored(buf, bounds)
+    else:
+        scanned = _stored_scan.scan_stored(buf, bounds, _encoded(names), _HIDDEN)
     return None if scanned is None or not scanned[0] else _ScannedRecords(scanned)
+
+
+#: The most property names the scan parses values of (its MAX_WANTED); more are left to numpy's parse.
+_SCAN_NAMES = 32
+#: HIDDEN_FROM_READER as the scan takes it.
+_HIDDEN = tuple(sorted(name.encode() for name in HIDDEN_FROM_READER))
+
+
+@functools.lru_cache(maxsize=64)
+def _encoded(names: tuple[str, ...]) -> tuple[bytes, ...]:
+    return tuple(name.encode() for name in names)
+
+
+def _property_names(extra_names: tuple[str, ...]) -> tuple[str, ...]:
+    """The properties a decode reads: the well-known ones, then the caller's extra ones."""
+    return (*WELL_KNOWN, *(name for name in extra_names if name not in WELL_KNOWN))
 
 
 def _decode_records(
@@ -612,10 +678,11 @@ def _decode_records(
 
     derived = derive and bool(wanted & _DERIVED)
     parsed = None
-    property_names = (*WELL_KNOWN, *(name for name in extra_names if name not in WELL_KNOWN))
+    property_names = _property_names(extra_names)
     keep_raw = raw_properties and "raw_properties" in wanted
     if (derived or extra_names) and not keep_raw:
-        uniform = records.property_rows()
+        parsed = records.parsed_properties(property_names)
+        uniform = records.property_rows() if parsed is None else None
         if uniform is not None:  # one property layout: parsed as rows of one width
             parsed = parse_property_rows(uniform[0], property_names, folded=uniform[1])
     raw_props = None

@@ -182,7 +182,7 @@ PROPERTY_LAYOUTS = {
 
 
 @pytest.mark.parametrize("layout", sorted(PROPERTY_LAYOUTS))
-def test_raw_properties_false_gives_the_same_parsed_columns(layout):
+def test_raw_properties_false_gives_the_same_parsed_columns(layout, stored_decoder):
     """`raw_properties=False` parses in place where it can; every other column is what the default gives."""
     templates, bodies = PROPERTY_LAYOUTS[layout]
     props = [t.format(i=chr(i) if "separator" in layout else i) for i, t in enumerate(templates)]
@@ -194,7 +194,9 @@ def test_raw_properties_false_gives_the_same_parsed_columns(layout):
     for name in full.schema.names:
         if name != "raw_properties":
             assert lean.column(name).equals(full.column(name)), name
-    in_place = layout.startswith("one layout")  # else the strings are copied out and parsed as before
+    # The C scan parses every layout as it reads the records; numpy parses rows of one layout in place and
+    # copies the strings out of any other
+    in_place = stored_decoder == "c" or layout.startswith("one layout")
     assert lean.column("raw_properties").null_count == (4 if in_place else 0)
 
 
