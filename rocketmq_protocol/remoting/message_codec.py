@@ -10,8 +10,9 @@ MAGICCODE 0, BODYCRC 0, FLAG, BODYLEN+BODY, PROPLEN+PROPERTIES.
 Both directions work on whole columns (numpy / pyarrow): only the walk from one TOTALSIZE to the next is a
 Python loop. Decoding yields a `pyarrow.RecordBatch` (`STORED_SCHEMA`, `BATCH_SCHEMA`). Stored messages of
 the common layout (IPv4 hosts, bodies not compressed) are first read by the C scan (`_stored_scan.c`,
-built by setup.py where a compiler is present) in one walk; the numpy path takes every other pull, raises
-every decoding error, and is the whole decoder where the scan is not built.
+built by setup.py where a compiler is present) in one walk, which also parses their properties when the
+caller reads the parsed ones and not the strings; the numpy path takes every other pull, raises every
+decoding error, and is the whole decoder where the scan is not built.
 """
 
 from __future__ import annotations
