@@ -269,14 +269,22 @@ static int out_fill(Out *o, int v, Py_ssize_t n) {
     return 0;
 }
 
-/* Name j's column from record `row` on (the records before it have no value); takes the GIL to allocate. */
-static int column_start(Parsed *ps, int j, int64_t row) {
+/* An Out of `cap` bytes started mid-scan (taking the GIL to allocate), its first `prefix` bytes `v`. */
+static int out_start(Out *o, Py_ssize_t cap, int v, Py_ssize_t prefix) {
     PyGILState_STATE gil = PyGILState_Ensure();
-    int64_t rows = ps->cap > row ? ps->cap : row + 1;
-    int rc = out_init(&ps->off[j], (rows + 1) * 4) < 0 || out_init(&ps->data[j], rows * ps->width[j]) < 0 ||
-             (row > 0 && out_init(&ps->valid[j], rows) < 0);
+    int rc = out_init(o, cap);
     PyGILState_Release(gil);
-    if (rc || out_fill(&ps->off[j], 0, (row + 1) * 4) < 0 || (row > 0 && out_fill(&ps->valid[j], 0, row) < 0))
+    return rc < 0 ? -1 : out_fill(o, v, prefix);
+}
+
+/* Records a column has room for when it starts at record `row`. */
+static inline int64_t rows_from(const Parsed *ps, int64_t row) { return ps->cap > row ? ps->cap : row + 1; }
+
+/* Name j's column from record `row` on (the records before it have no value). */
+static int column_start(Parsed *ps, int j, int64_t row) {
+    int64_t rows = rows_from(ps, row);
+    if (out_start(&ps->off[j], (rows + 1) * 4, 0, (row + 1) * 4) < 0 ||
+        out_start(&ps->data[j], rows * ps->width[j], 0, 0) < 0 || (row > 0 && out_start(&ps->valid[j], rows, 0, row) < 0))
         return -1;
     ps->nulls[j] = row;
     return 0;
@@ -351,13 +359,8 @@ static int parse_props(Parsed *ps, const NameTable *t, const uint8_t *s, int64_t
             if (out_put(&ps->data[j], vs[j], vl[j]) < 0 || (ps->valid[j].ba && out_fill(&ps->valid[j], 1, 1) < 0))
                 return -1;
         } else {
-            if (!ps->valid[j].ba) {
-                PyGILState_STATE gil = PyGILState_Ensure();
-                int rc = out_init(&ps->valid[j], ps->cap > row ? ps->cap : row + 1);
-                PyGILState_Release(gil);
-                if (rc < 0 || out_fill(&ps->valid[j], 1, row) < 0)
-                    return -1;
-            }
+            if (!ps->valid[j].ba && out_start(&ps->valid[j], rows_from(ps, row), 1, row) < 0) /* its first null */
+                return -1;
             if (out_fill(&ps->valid[j], 0, 1) < 0)
                 return -1;
             ps->nulls[j]++;

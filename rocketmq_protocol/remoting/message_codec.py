@@ -534,7 +534,7 @@ class _NumpyRecords:
     def raw_properties(self) -> pa.Array:
         return view_array(pa.string(), [self._tail], self._props_start, self._props_len)
 
-    def parsed_properties(self, names: Sequence[str]) -> PropertyColumns | None:
+    def parsed_properties(self) -> PropertyColumns | None:
         return None
 
 
@@ -547,8 +547,9 @@ class _ScannedRecords:
     """The records as `_stored_scan.scan_stored` found them (common layout only: IPv4 hosts, bodies not
     compressed): every column already gathered, in native order."""
 
-    def __init__(self, scanned: tuple) -> None:
+    def __init__(self, scanned: tuple, names: tuple[str, ...] | None = None) -> None:
         n, self._props_width, i32, i64, born_ip, store_ip, *self._parts, self._parsed = scanned
+        self._names = names  # what the scan parsed the properties for, if it did
         self.n = n
         a32 = np.frombuffer(i32, np.int32).reshape(len(_SCANNED_I32), n)
         a64 = np.frombuffer(i64, np.int64).reshape(len(_SCANNED_I64), n)
@@ -584,15 +585,15 @@ class _ScannedRecords:
             raise RuntimeError("the scan parsed the properties: their strings were not kept")
         return self._strings(pa.string(), 2)
 
-    def parsed_properties(self, names: Sequence[str]) -> PropertyColumns | None:
-        """The properties as the scan parsed them (`parse_properties_column`'s result for `names`, the names
-        it was given), or None when it was not asked to."""
-        if self._parsed is None:
+    def parsed_properties(self) -> PropertyColumns | None:
+        """The properties as the scan parsed them (`parse_properties_column`'s result for the names it was
+        given), or None when it was not asked to."""
+        if self._parsed is None or self._names is None:
             return None
         n = self.n
         per_name, map_offsets, key_offsets, keys, value_offsets, values = self._parsed
         columns: dict[str, pa.Array] = {}
-        for name, column in zip(names, per_name, strict=True):
+        for name, column in zip(self._names, per_name, strict=True):
             if column is None:  # no message has it
                 columns[name] = pa.nulls(n, pa.string())
                 continue
@@ -624,11 +625,13 @@ def _scanned(
     if _stored_scan is None or not len(buf):
         return None
     bounds = np.array(spans, dtype=np.int64).reshape(-1)
-    if names is None or len(names) > _SCAN_NAMES:
+    if names is not None and len(names) > _SCAN_NAMES:
+        names = None
+    if names is None:
         scanned = _stored_scan.scan_stored(buf, bounds)
     else:
         scanned = _stored_scan.scan_stored(buf, bounds, _encoded(names), _HIDDEN)
-    return None if scanned is None or not scanned[0] else _ScannedRecords(scanned)
+    return None if scanned is None or not scanned[0] else _ScannedRecords(scanned, names)
 
 
 #: The most property names the scan parses values of (its MAX_WANTED); more are left to numpy's parse.
@@ -682,7 +685,7 @@ def _decode_records(
     property_names = _property_names(extra_names)
     keep_raw = raw_properties and "raw_properties" in wanted
     if (derived or extra_names) and not keep_raw:
-        parsed = records.parsed_properties(property_names)
+        parsed = records.parsed_properties()
         uniform = records.property_rows() if parsed is None else None
         if uniform is not None:  # one property layout: parsed as rows of one width
             parsed = parse_property_rows(uniform[0], property_names, folded=uniform[1])

@@ -146,7 +146,7 @@ def test_properties_parsed_in_the_scan_are_numpys(rows, cut):
     bodies = [b for b in bodies if b]
     buf, spans = message_codec._concat(bodies)
     names = message_codec._property_names(("__BORNHOST", "k"))
-    assert message_codec._scanned(buf, spans, names).parsed_properties(names) is not None
+    assert message_codec._scanned(buf, spans, names).parsed_properties() is not None
     got, want = _both(bodies, raw_properties=False, extra_properties=("__BORNHOST", "k"))
     kept = [name for name in got.schema.names if name != "raw_properties"]
     assert got.select(kept).equals(want.select(kept)), (got.to_pylist(), want.to_pylist())
