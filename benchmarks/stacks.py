@@ -304,13 +304,21 @@ def _keep_best(
             ignore=others,
         )
     except Exception as e:
-        lines = str(e).strip().splitlines()
-        reason = f"{type(e).__name__}: {lines[0][:300] if lines else ''}"
+        reason = failure_reason(e)
         stack.failures.append(f"{measure} (run {r + 1}): {reason}")
         log(f"{stack.label}: {measure} run {r + 1} failed: {reason}")
         return False
     stack.figures[measure] = best
     return True
+
+
+def failure_reason(e: BaseException) -> str:
+    """A run's exception in one line: its first line and, for a Py4JJavaError (whose first line only names the
+    JVM call, "An error occurred while calling o5817.get."), the Java exception and its root cause."""
+    lines = [line.strip() for line in str(e).strip().splitlines()]
+    java = [line.lstrip(": ") for line in lines[1:] if line.startswith(": ") or line.startswith("Caused by:")]
+    parts = lines[:1] + java[:1] + java[1:][-1:]
+    return f"{type(e).__name__}: {' | '.join(p[:300] for p in parts)}"
 
 
 # ------------------------------------------------------------------------------------------ the table

@@ -104,3 +104,24 @@ def test_a_failed_stack_run_is_reported_and_the_others_kept():
     table = stacks.render([stack], "stacks")
     assert "Kafka 4.1.1: FAILED write (run 2): RuntimeError: Expiring 148 record(s)" in table
     assert stacks.as_json([stack])[0]["failures"] == stack.failures
+
+
+def test_a_failed_jvm_call_is_reported_with_its_java_exception_and_root_cause():
+    """A Py4JJavaError's first line only names the JVM call ("calling o5817.get", all a full run once
+    recorded of a failed Kafka write); the reason keeps the Java exception and its last cause as well."""
+    from benchmarks import stacks
+
+    class Py4JJavaError(Exception):
+        pass
+
+    e = Py4JJavaError(
+        "An error occurred while calling o5817.get.\n"
+        ": org.apache.spark.SparkException: Job aborted.\n\tat org.apache.spark.sql.X.run(X.scala:1)\n"
+        "Caused by: java.util.concurrent.ExecutionException: boom\n\tat y\n"
+        "Caused by: org.apache.kafka.common.errors.TimeoutException: Topic t not present in metadata\n\tat z"
+    )
+    assert stacks.failure_reason(e) == (
+        "Py4JJavaError: An error occurred while calling o5817.get. | org.apache.spark.SparkException: Job "
+        "aborted. | Caused by: org.apache.kafka.common.errors.TimeoutException: Topic t not present in metadata"
+    )
+    assert stacks.failure_reason(RuntimeError("one line")) == "RuntimeError: one line"
