@@ -157,12 +157,20 @@ def kafka_topic_creator(bootstrap: str) -> Callable[[SparkSession, str], None]:
             admin.createTopics(jvm.java.util.Collections.singletonList(new)).all().get()
             deadline = time.monotonic() + 60
             while True:
-                desc = (
-                    admin.describeTopics(jvm.java.util.Collections.singletonList(topic))
-                    .allTopicNames()
-                    .get()
-                    .get(topic)
-                )
+                try:
+                    desc = (
+                        admin.describeTopics(jvm.java.util.Collections.singletonList(topic))
+                        .allTopicNames()
+                        .get()
+                        .get(topic)
+                    )
+                except Exception as e:  # Py4JJavaError
+                    # createTopics answers before the broker serves the topic's metadata: a describe right
+                    # after it can fail with UnknownTopicOrPartitionException (a full run's write once did)
+                    if "UnknownTopicOrPartitionException" not in str(e) or time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.2)
+                    continue
                 parts = list(desc.partitions())
                 if len(parts) == PARTITIONS and all(p.leader() is not None for p in parts):
                     return

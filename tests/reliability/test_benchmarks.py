@@ -125,3 +125,78 @@ def test_a_failed_jvm_call_is_reported_with_its_java_exception_and_root_cause():
         "aborted. | Caused by: org.apache.kafka.common.errors.TimeoutException: Topic t not present in metadata"
     )
     assert stacks.failure_reason(RuntimeError("one line")) == "RuntimeError: one line"
+
+
+PERF_SCRIPT = """\
+    9713    7f30a4000000 __memmove_avx512_unaligned_erms (/usr/lib/x86_64-linux-gnu/libc.so.6)
+    9713    7f30a4000010 _copy_from_iter ([kernel.kallsyms])
+    9713    7f30a4000020 _copy_from_iter ([kernel.kallsyms])
+    9713    7f30a4000030 _copy_from_iter ([kernel.kallsyms])
+    9876    7f30a4000040 scan_stored (/work/rocketmq_protocol/remoting/_stored_scan.cpython-311-x86_64-linux-gnu.so)
+    9876    7f30a4000050 scan_stored (/work/rocketmq_protocol/remoting/_stored_scan.cpython-311-x86_64-linux-gnu.so)
+    9878    7f30a4000060 _copy_to_iter ([kernel.kallsyms])
+   10062    7f30a4000070 scan_stored (/work/rocketmq_protocol/remoting/_stored_scan.cpython-311-x86_64-linux-gnu.so)
+    9876    7f30a4000080 [unknown] ([unknown])
+not a sample line
+"""
+
+
+def test_native_profile_counts_samples_per_group_and_scales_them_to_the_groups_cpu():
+    """perf's samples per (process, symbol, library) become each group's top symbols with their share of the
+    group's samples and that share of its measured CPU per message."""
+    from benchmarks import native_profile as np_
+
+    samples = np_.parse_samples(PERF_SCRIPT.splitlines())
+    assert samples[9713, "_copy_from_iter", "[kernel.kallsyms]"] == 3
+    assert samples[9876, "scan_stored", "_stored_scan.cpython-311-x86_64-linux-gnu.so"] == 2
+    assert samples[9876, "[unknown]", "[unknown]"] == 1
+    assert sum(samples.values()) == 9
+    group_of = {9713: "emulator", 9876: "python", 9878: "python", 10062: "python"}
+    profile = np_.summarize(samples, group_of, {"emulator": 0.4, "python": 1.0}, top=2)
+    assert [(e.symbol, e.share) for e in profile["emulator"]] == [
+        ("_copy_from_iter", 0.75),
+        ("__memmove_avx512_unaligned_erms", 0.25),
+    ]
+    assert profile["emulator"][0].us_per_message == pytest.approx(0.3)
+    first = profile["python"][0]
+    assert (first.symbol, first.library, first.share) == (
+        "scan_stored",
+        "_stored_scan.cpython-311-x86_64-linux-gnu.so",
+        0.6,
+    )
+    assert first.us_per_message == pytest.approx(0.6)
+    assert len(profile["python"]) == 2
+    text = np_.render(profile, {"emulator": 0.4, "python": 1.0, "jvm": 0.7}, "title")
+    assert text.splitlines()[0] == "title"
+    assert "emulator: 0.400 µs per message" in text and "jvm: 0.700 µs per message (not sampled)" in text
+    assert " 0.3000 µs   75.0%  _copy_from_iter  [[kernel.kallsyms]]" in text
+
+
+@pytest.mark.reliability
+@pytest.mark.timeout(600)
+def test_native_profile_names_where_a_remoting_read_spends_its_cpu():
+    """A short real run: perf samples the emulator and Spark's Python workers during `nameServer` reads; the
+    C scan of the stored records and the kernel's socket copies are among what it lists."""
+    from benchmarks.native_profile import perf_unavailable
+
+    why = perf_unavailable()
+    if why:
+        pytest.skip(why)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "benchmarks.native_profile", "--remoting", "--messages", "100000",
+         "--seconds", "3", "--top", "40"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        stdout, stderr = proc.communicate(timeout=540)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+    assert proc.returncode == 0, stderr[-4000:]
+    assert "over nameServer" in stdout.splitlines()[0], stdout
+    python = stdout.split("\npython: ", 1)[1].split("\njvm: ", 1)[0]
+    assert "scan_stored" in python, stdout
+    emulator = stdout.split("\nemulator: ", 1)[1].split("\npython: ", 1)[0]
+    assert "[kernel.kallsyms]" in emulator, stdout
