@@ -206,3 +206,47 @@ def test_the_frames_of_one_turn_go_out_in_one_write_large_bodies_uncopied() -> N
     assert [bytes(c.body) for c in got][:17] == [_pattern(100, i) for i in range(1, 17)] + [_pattern(MIB, 1)]
     assert [(c.opaque, c.is_response) for c in got][16:18] == [(17, True), (18, True)]
     assert got[18].code == 40 and not got[18].is_response and got[19].opaque == 19
+
+
+def _on_loop(srv: _Server, fn):  # type: ignore[no-untyped-def]
+    """`fn()` run on the server's event loop; its result."""
+
+    async def call():  # type: ignore[no-untyped-def]
+        return fn()
+
+    return asyncio.run_coroutine_threadsafe(call(), srv.loop).result(10)
+
+
+def test_a_large_answer_the_kernel_cannot_take_at_once_waits_in_its_own_memory(srv: _Server) -> None:
+    """The part of a multi-MiB answer a slow reader has not taken stays in the answer's memory, behind the
+    socket, not copied into the transport's buffer; the answers after it wait behind it and all arrive."""
+    size = 8 * MIB + 3
+    with _connect(srv.port, rcvbuf=65536) as s:
+        s.sendall(_request(BIG, 1, size, 4) + _request(BIG, 2, 100, 5))
+        deadline = time.monotonic() + 10
+        waiting = 0
+        while waiting == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+            conns = _on_loop(srv, lambda: list(srv.server.connections))
+            if conns:
+                transport_holds = _on_loop(srv, conns[0].writer.get_write_buffer_size)
+                waiting = _on_loop(srv, lambda c=conns[0]: sum(len(p) for p in c._backlog))
+        assert waiting > size // 2, "the answer did not wait behind the socket"
+        assert transport_holds == 0, f"the transport copied {transport_holds} bytes"
+        got, _ = _read(s, 2)
+    assert [c.opaque for c in got] == [1, 2]
+    assert bytes(got[0].body) == _pattern(size, 4) and bytes(got[1].body) == _pattern(100, 5)
+
+
+def test_a_reader_that_half_closes_after_its_request_gets_the_whole_answer_then_the_close(
+    srv: _Server,
+) -> None:
+    size = 6 * MIB + 11
+    with _connect(srv.port, rcvbuf=65536) as s:
+        s.sendall(_request(BIG, 7, size, 2))
+        time.sleep(0.2)  # the answer is partly sent when the end of the requests arrives
+        s.shutdown(socket.SHUT_WR)
+        got, closed = _read(s, 1, slow=True, wait_close=True)
+    assert [c.opaque for c in got] == [7]
+    assert bytes(got[0].body) == _pattern(size, 2)
+    assert closed
