@@ -71,9 +71,15 @@ def read_partition(partition: InputPartition | None) -> Iterator[pa.RecordBatch]
 
 
 def _rows_before(table: pa.Table, end: int) -> int:
-    """How many leading rows have `queue_offset < end` (offsets ascend within a pull)."""
-    offsets = int64_values(table.column("queue_offset"))
-    return int(np.searchsorted(offsets, end, side="left"))
+    """How many leading rows have `queue_offset < end` (offsets ascend within a pull); a pull that ends
+    below `end`, as most do, is not searched."""
+    column = table.column("queue_offset")
+    if not len(column):
+        return 0
+    last = column.chunk(column.num_chunks - 1)
+    if len(last) and last[len(last) - 1].as_py() < end:
+        return len(column)
+    return int(np.searchsorted(int64_values(column), end, side="left"))
 
 
 def read_ranges(

@@ -46,6 +46,39 @@ def write_ipc(rows: pa.RecordBatch | pa.Table, sink: pa.NativeFile) -> int:
     return sink.tell() - start
 
 
+class _Gather:
+    """A write-only file that keeps what it is given: Arrow's IPC writer hands it the arrays' buffers as views
+    of their own memory (small pieces, the metadata and padding, as bytes)."""
+
+    def __init__(self) -> None:
+        self.parts: list[memoryview] = []
+        self.size = 0
+        self.closed = False
+
+    def write(self, data: bytes | pa.Buffer) -> int:
+        view = memoryview(data)
+        self.parts.append(view)
+        self.size += view.nbytes
+        return view.nbytes
+
+    def tell(self) -> int:
+        return self.size
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def ipc_parts(rows: pa.RecordBatch | pa.Table) -> list[memoryview]:
+    """`rows` as one Arrow IPC stream of MESSAGE_SCHEMA in pieces whose concatenation is the stream, the
+    arrays' buffers among them not copied: for a socket that sends the pieces as they are."""
+    sink = _Gather()
+    write_ipc(rows, pa.PythonFile(sink, mode="w"))
+    return sink.parts
+
+
 def table_to_ipc(rows: pa.RecordBatch | pa.Table) -> bytes:
     """Serializes a batch or table as one Arrow IPC stream.
 

@@ -83,7 +83,8 @@ class ExtensionService:
         if denied is not None:
             return _refusal(code_of(denied), denied.message)
         wait_s = polling_timeout(request.long_polling_timeout_ms / 1000.0, context)
-        return bytes(await bulk_pull_reply(self.broker, self.polling, request, wait_s))
+        reply = await bulk_pull_reply(self.broker, self.polling, request, wait_s)
+        return reply if isinstance(reply, bytes) else b"".join(reply)
 
     async def PullChannel(self, request, context):
         """The broker's remoting address, which serves BulkPull in remoting frames, while it is plaintext and
@@ -140,10 +141,10 @@ class ExtensionService:
 
 async def bulk_pull_reply(
     broker: Broker, polling: LongPollingService, request: pb.BulkPullRequest, wait_s: float
-) -> bytes | memoryview:
+) -> bytes | list[bytes | memoryview]:
     """The serialized BulkPullResponse to an admitted request (access and faults already applied), holding it
     up to `wait_s` for messages, whichever channel it came over: gRPC's BulkPull or the pull channel. A
-    payload comes as a view of the buffer it was written into (`bytes()` of it for gRPC)."""
+    response with a payload comes in pieces, the rows' buffers uncopied among them (joined for gRPC)."""
     store = broker.store
     topic = request.topic
     err = topic_error(topic) or group_error(request.group)

@@ -36,6 +36,11 @@ log = logging.getLogger(__name__)
 IDLE_TIMEOUT_S = 120.0  # serverChannelMaxIdleTimeSeconds
 # Queued frame parts up to this size are joined into one write; larger ones are written as they are.
 JOIN_BELOW = 64 * 1024
+# Sent from their own memory: runs of queued parts below this size joined first (lengths, headers, Arrow's
+# metadata and padding), so each costs a copy of a few bytes instead of an entry of its own in the gather.
+GATHER_JOIN_BELOW = 1024
+# Pieces one sendmsg takes at most (Linux's UIO_MAXIOV).
+_IOV_MAX = 1024
 
 
 class Refused(Exception):
@@ -51,11 +56,12 @@ class Connection:
     """One client connection: writes whole frames, remembers the client ids that spoke over it.
 
     Frames queued in one turn of the event loop go out together at its end, small ones joined into one
-    write: the answers to a window of pipelined pulls cost one send instead of two each. A large part (a
-    pull answer's records) is sent from its own memory through a duplicate of the socket: Python 3.11's
-    transport copies whatever the kernel does not take at once into a buffer of its own (most of a 10 MB
-    answer, a quarter of the emulator's CPU serving a read); while it is partly sent, the parts after it
-    wait behind it, in order."""
+    write: the answers to a window of pipelined pulls cost one send instead of two each. A large answer (a
+    pull's records, a bulk answer's Arrow buffers in pieces) is sent from its own memory, its pieces
+    gathered by `sendmsg`, through a duplicate of the socket: Python 3.11's transport copies whatever the
+    kernel does not take at once into a buffer of its own (most of a 10 MB answer, a quarter of the
+    emulator's CPU serving a read); while it is partly sent, what is queued after it waits behind it, in
+    order."""
 
     def __init__(self, server: RemotingServer, writer: asyncio.WriteTransport) -> None:
         self.server = server
@@ -68,7 +74,8 @@ class Connection:
         self._loop = asyncio.get_running_loop()
         self._out: list[bytes | memoryview] = []
         self._direct = _duplicate_socket(writer)
-        self._backlog: deque[memoryview] = deque()  # parts behind a partly sent one, sent from their memory
+        self._backlog: deque[memoryview] = deque()  # what waits to be sent from its own memory, in order
+        self._waiting = False  # for the duplicate to take more (its writer registered with the loop)
         self._close_when_sent = False
 
     def send(self, cmd: RemotingCommand) -> None:
@@ -93,66 +100,58 @@ class Connection:
         self._out.extend(p for p in parts if len(p))
 
     def flush(self) -> None:
-        """Writes the queued frames in order: runs of small parts joined, large ones (a bulk answer's
-        records) handed over as they are, not copied."""
+        """Writes the queued frames in order: through the socket's duplicate from their own memory when they
+        are large (or when something sent that way is still going out), else through the transport, runs
+        of small parts joined."""
         out, self._out = self._out, []
-        if self.writer.is_closing():
+        if self.writer.is_closing() or not out:
             return
-        small: list[bytes | memoryview] = []
-        for part in out:
-            if len(part) > JOIN_BELOW:
-                if small:
-                    self._write(b"".join(small))
-                    small = []
-                self._write(part)
-            else:
-                small.append(part)
-        if small:
-            self._write(small[0] if len(small) == 1 else b"".join(small))
-
-    def _write(self, part: bytes | memoryview) -> None:
         if self._backlog:
-            self._backlog.append(memoryview(part))
+            self._backlog.extend(_gathered(out))
             return
         direct = self._direct
-        if direct is None or len(part) <= JOIN_BELOW or self.writer.get_write_buffer_size():
-            self.writer.write(part)  # behind what the transport holds, if anything: in order
+        if direct is None or self.writer.get_write_buffer_size() or sum(map(len, out)) <= JOIN_BELOW:
+            for part in _joined(out, JOIN_BELOW):  # behind what the transport holds, if anything: in order
+                self.writer.write(part)
             return
-        try:
-            sent = direct.send(part)
-        except BlockingIOError:
-            sent = 0
-        except OSError:
-            self.writer.write(part)  # the transport meets the same error and closes the connection
-            return
-        if sent < len(part):
-            self._backlog.append(memoryview(part)[sent:])
-            self._loop.add_writer(direct.fileno(), self._send_backlog)
+        self._backlog.extend(_gathered(out))
+        self._send_backlog()
 
     def _send_backlog(self) -> None:
+        """Sends what waits, as far as the kernel takes it; waits for the socket to drain for the rest."""
         backlog, direct = self._backlog, self._direct
         assert direct is not None
+        was_waiting = self._waiting
         try:
             while backlog:
-                sent = direct.send(backlog[0])
-                if sent < len(backlog[0]):
+                sent = direct.sendmsg(list(itertools.islice(backlog, _IOV_MAX)))
+                while sent and sent >= len(backlog[0]):
+                    sent -= len(backlog.popleft())
+                if sent:
                     backlog[0] = backlog[0][sent:]
-                    return
-                backlog.popleft()
+                    break
         except BlockingIOError:
-            return
+            pass
         except OSError as e:
             log.debug("%s: sending to %s failed: %s", self.server.name, self.peer, e)
             self._drop_backlog()
             self.writer.abort()
             return
-        self._loop.remove_writer(direct.fileno())
+        if backlog:
+            if not was_waiting:
+                self._loop.add_writer(direct.fileno(), self._send_backlog)
+                self._waiting = True
+            return
+        if was_waiting:
+            self._loop.remove_writer(direct.fileno())
+            self._waiting = False
         if self._close_when_sent:
             self._close_transport()
 
     def _drop_backlog(self) -> None:
-        if self._backlog and self._direct is not None:
+        if self._waiting and self._direct is not None:
             self._loop.remove_writer(self._direct.fileno())
+            self._waiting = False
         self._backlog.clear()
 
     def close(self) -> None:
@@ -176,6 +175,28 @@ class Connection:
         if self._direct is not None:
             self._direct.close()
             self._direct = None
+
+
+def _joined(parts: list[bytes | memoryview], below: int) -> list[bytes | memoryview]:
+    """`parts` with each run of parts smaller than `below` bytes joined into one."""
+    out: list[bytes | memoryview] = []
+    run: list[bytes | memoryview] = []
+    for part in parts:
+        if len(part) < below:
+            run.append(part)
+            continue
+        if run:
+            out.append(run[0] if len(run) == 1 else b"".join(run))
+            run = []
+        out.append(part)
+    if run:
+        out.append(run[0] if len(run) == 1 else b"".join(run))
+    return out
+
+
+def _gathered(parts: list[bytes | memoryview]) -> list[memoryview]:
+    """`parts` as the byte views a gathered send takes, runs of tiny ones joined."""
+    return [memoryview(p).cast("B") for p in _joined(parts, GATHER_JOIN_BELOW)]
 
 
 def _duplicate_socket(writer: asyncio.WriteTransport) -> socket.socket | None:

@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import pyarrow as pa
 
-from ..message_schema import write_ipc
+from ..message_schema import ipc_parts, write_ipc
 from ..protobuf_wire import field_spans, read_varint, varint
 
 # BulkPullResponse's fields (emulator_v1.proto) by number; protobuf wire types VARINT and LEN.
@@ -43,10 +43,11 @@ def encode_response(
     rows: pa.Table | None,
     *,
     copy: bool = True,
-) -> bytes | memoryview:
+) -> bytes | list[bytes | memoryview]:
     """The serialized BulkPullResponse, byte for byte what protobuf writes for the same fields (fields in
-    number order, defaults left out), with `rows` written in place as its Arrow IPC payload. As bytes (what
-    gRPC takes), or with `copy=False` as a view of the buffer it was written into (what a socket takes)."""
+    number order, defaults left out), with `rows` as its Arrow IPC payload. As bytes (what gRPC takes; the
+    payload written once, in place), or with `copy=False` as pieces whose concatenation it is, the rows'
+    buffers among them as views of their own memory (what a socket takes, without a copy of the megabytes)."""
     head = bytearray()
     if code:
         head += varint(_CODE << 3 | _VARINT) + varint(code)
@@ -56,15 +57,19 @@ def encode_response(
     for number, value in ((_NEXT, next_offset), (_MIN, min_offset), (_MAX, max_offset), (_COUNT, count)):
         if value:
             head += varint(number << 3 | _VARINT) + varint(value)
-    size = 0 if rows is None else write_ipc(rows, pa.MockOutputStream())
-    if not size:
+    if rows is None:
         return bytes(head)
+    if not copy:
+        parts = ipc_parts(rows)
+        head += _len_field(_IPC, sum(p.nbytes for p in parts))
+        return [bytes(head), *parts]
+    size = write_ipc(rows, pa.MockOutputStream())
     head += _len_field(_IPC, size)
     buf = pa.allocate_buffer(len(head) + size)
     sink = pa.FixedSizeBufferWriter(buf)
     sink.write(head)
     write_ipc(rows, sink)
-    return buf.to_pybytes() if copy else memoryview(buf)
+    return buf.to_pybytes()
 
 
 def _signed(value: int, bits: int) -> int:

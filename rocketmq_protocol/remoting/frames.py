@@ -61,7 +61,8 @@ class RemotingCommand:
     flag: int = 0
     remark: str | None = None
     ext_fields: dict[str, str] = field(default_factory=dict)
-    body: bytes | memoryview = b""
+    #: A list: the body in pieces, sent one after another as they are (a response the emulator sends).
+    body: bytes | memoryview | list[bytes | memoryview] = b""
     #: How the header was (or will by default be) serialized.
     serialize_type: SerializeType = SerializeType.JSON
 
@@ -78,7 +79,7 @@ class RemotingCommand:
         code: int,
         remark: str | None = None,
         ext_fields: Mapping[str, str] | None = None,
-        body: bytes | memoryview = b"",
+        body: bytes | memoryview | list[bytes | memoryview] = b"",
     ) -> RemotingCommand:
         """A response to this request: same opaque and version, the response flag, the request's header type."""
         return RemotingCommand(
@@ -317,21 +318,24 @@ def encode_frame(
     cmd: RemotingCommand, serialize_type: SerializeType | None = None, json_style: JsonStyle = "fastjson2"
 ) -> bytes:
     """The whole frame, length prefix included, ready for the socket."""
-    head, body = encode_frame_parts(cmd, serialize_type, json_style)
-    return head + body if isinstance(body, bytes) else b"".join((head, body))
+    parts = encode_frame_parts(cmd, serialize_type, json_style)
+    return b"".join(parts)
 
 
 def encode_frame_parts(
     cmd: RemotingCommand, serialize_type: SerializeType | None = None, json_style: JsonStyle = "fastjson2"
-) -> tuple[bytes, bytes | memoryview]:
-    """The frame as (length prefix and header, body): a large body (a pull response's records) can go to
-    the socket as it is, without being copied into one frame."""
+) -> tuple[bytes | memoryview, ...]:
+    """The frame as (length prefix and header, body pieces...): a large body (a pull response's records, a
+    bulk answer's Arrow buffers given as a list) can go to the socket as it is, without being copied into
+    one frame."""
     header = encode_header(cmd, serialize_type, json_style)
     if len(header) > _MAX_HEADER_LENGTH:
         raise ValueError(f"header of {len(header)} bytes exceeds the 24-bit header length")
     stype = cmd.serialize_type if serialize_type is None else serialize_type
     body = cmd.body or b""
-    return _PREFIX.pack(4 + len(header) + len(body), (int(stype) << 24) | len(header)) + header, body
+    pieces = body if isinstance(body, list) else (body,)
+    size = sum(memoryview(p).nbytes for p in pieces)
+    return (_PREFIX.pack(4 + len(header) + size, (int(stype) << 24) | len(header)) + header, *pieces)
 
 
 def decode_payload(payload: bytes | bytearray | memoryview) -> RemotingCommand:

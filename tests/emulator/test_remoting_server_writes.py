@@ -17,7 +17,7 @@ from broker_emulator.remoting.server import Connection, RemotingServer
 from rocketmq_protocol.remoting.codes import ResponseCode
 from rocketmq_protocol.remoting.frames import FrameSplitter, RemotingCommand, encode_frame
 
-BIG, CLOSE_AFTER = 9001, 9002
+BIG, CLOSE_AFTER, PIECES = 9001, 9002, 9003
 MIB = 1 << 20
 
 
@@ -30,7 +30,10 @@ class _Server:
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
-        self.server = RemotingServer("test", {BIG: self._big, CLOSE_AFTER: self._close_after})
+        self.server = RemotingServer(
+            "test", {BIG: self._big, CLOSE_AFTER: self._close_after, PIECES: self._pieces}
+        )
+        self.pieces: list[bytes] = []  # the last PIECES answer's body
         self.port = 0
         started = threading.Event()
 
@@ -58,6 +61,16 @@ class _Server:
     async def _big(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         self._small_send_buffer(conn)
         return self._answer(cmd)
+
+    async def _pieces(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        """A body in pieces (as a bulk answer's Arrow buffers): tiny, large and middling ones, in turn."""
+        self._small_send_buffer(conn)
+        seed = int(cmd.ext_fields["seed"])
+        sizes = (4, 3 * MIB + 5, 3, 7, 2 * MIB, 20_000, 1)
+        self.pieces = [_pattern(size, seed + i) for i, size in enumerate(sizes)]
+        resp = cmd.response(ResponseCode.SUCCESS, None)
+        resp.body = list(self.pieces)
+        return resp
 
     async def _close_after(self, conn: Connection, cmd: RemotingCommand) -> None:
         self._small_send_buffer(conn)
@@ -250,3 +263,25 @@ def test_a_reader_that_half_closes_after_its_request_gets_the_whole_answer_then_
     assert [c.opaque for c in got] == [7]
     assert bytes(got[0].body) == _pattern(size, 2)
     assert closed
+
+
+def test_an_answer_in_pieces_reaches_a_slow_reader_whole_its_large_pieces_sent_from_their_memory(
+    srv: _Server,
+) -> None:
+    """A body given as a list of pieces goes out as their concatenation, followed by the next answer; what
+    waits behind the socket are views of the large pieces themselves, not copies."""
+    with _connect(srv.port, rcvbuf=65536) as s:
+        s.sendall(_request(PIECES, 1, 0, 3) + _request(BIG, 2, 100, 5))
+        deadline = time.monotonic() + 10
+        waiting: list[object] = []
+        while not waiting and time.monotonic() < deadline:
+            time.sleep(0.01)
+            conns = _on_loop(srv, lambda: list(srv.server.connections))
+            if conns:
+                waiting = _on_loop(srv, lambda c=conns[0]: [v.obj for v in c._backlog])
+        large = [p for p in srv.pieces if len(p) > MIB]
+        assert any(any(obj is p for p in large) for obj in waiting), "no large piece waits in its own memory"
+        got, _ = _read(s, 2, slow=True)
+    assert [c.opaque for c in got] == [1, 2]
+    assert bytes(got[0].body) == b"".join(srv.pieces)
+    assert bytes(got[1].body) == _pattern(100, 5)

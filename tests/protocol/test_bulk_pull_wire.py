@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
 from rocketmq_protocol.extension import pb
 from rocketmq_protocol.extension.bulk_pull_wire import decode_response, encode_response
-from rocketmq_protocol.message_schema import MESSAGE_SCHEMA, ipc_to_table, table_to_ipc
+from rocketmq_protocol.message_schema import MESSAGE_SCHEMA, ipc_parts, ipc_to_table, table_to_ipc
 
 
 def _rows(n: int, seed: int) -> pa.Table:
@@ -48,7 +49,8 @@ def test_encode_is_what_protobuf_serializes(seed):
         arrow_ipc=b"" if rows is None else table_to_ipc(rows),
     ).SerializeToString()
     assert encode_response(*fields, rows) == expected
-    assert bytes(encode_response(*fields, rows, copy=False)) == expected  # the pull channel's view
+    pieces = encode_response(*fields, rows, copy=False)  # the pull channel's: the rows' buffers uncopied
+    assert (pieces if isinstance(pieces, bytes) else b"".join(pieces)) == expected
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -96,3 +98,18 @@ def test_decode_views_the_received_bytes_without_copying():
 def test_malformed_responses_raise_value_error(raw):
     with pytest.raises(ValueError):
         decode_response(raw)
+
+
+def test_ipc_parts_are_the_stream_with_the_large_buffers_uncopied():
+    """The pull channel's pieces: their concatenation is the IPC stream, and a table's large buffers (here
+    its bodies, in two stored chunks, one sliced) are among them as views of the arrays' own memory."""
+    rows = _rows(3000, 7)
+    table = pa.concat_tables([rows.slice(0, 1000), rows.slice(1000)])  # chunks as a store's segments
+    parts = ipc_parts(table)
+    assert b"".join(parts) == table_to_ipc(table)
+    addresses = {pa.py_buffer(p).address for p in parts if p.nbytes}
+    for chunk in table.column("body").chunks:
+        offsets, data = chunk.buffers()[1:]
+        first = int(np.frombuffer(offsets, np.int32, 1, 4 * chunk.offset)[0])
+        start = data.address + first
+        assert start in addresses, "a chunk's bodies were copied"
