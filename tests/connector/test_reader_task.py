@@ -71,6 +71,47 @@ def test_conversion_fills_absent_lists_and_maps_and_keeps_null_timestamps() -> N
     assert to_record_batches(MESSAGE_SCHEMA.empty_table(), "t", "b", 0) == []
 
 
+def test_conversion_relabels_keys_and_properties_and_types_whole_null_columns() -> None:
+    """keys and properties reach Spark in the pulled buffers (relabelled, not copied); a null inside either
+    still converts; a column of nulls only is typed without a cast."""
+    n = 3
+    keys = pa.array([["k1", "k2"], [], ["k3"]], pa.list_(pa.string()))
+    props = pa.array([[("p", "1")], [("q", "2")], []], pa.map_(pa.string(), pa.string()))
+    wire = pa.table(
+        {
+            "queue_offset": pa.array(range(n), pa.int64()),
+            "message_id": pa.nulls(n, pa.string()),
+            "tag": pa.nulls(n, pa.string()),
+            "keys": keys,
+            "body": [b"x"] * n,
+            "properties": props,
+            "born_timestamp": pa.array([1_000, 2_000, 3_000], pa.timestamp("ms")),
+            "store_timestamp": pa.nulls(n, pa.timestamp("ms")),
+            "born_host": pa.nulls(n, pa.string()),
+            "reconsume_times": pa.array([1, 2, 3], pa.int32()),
+            "message_group": pa.nulls(n, pa.string()),
+            "delivery_timestamp": pa.nulls(n, pa.timestamp("ms")),
+            "message_type": pa.array([1] * n, pa.int8()),
+            "tag_code": pa.array([0] * n, pa.int32()),
+        },
+        schema=MESSAGE_SCHEMA,
+    )
+    (batch,) = to_record_batches(wire, "t", "b", 0)
+    assert batch.schema.equals(ARROW_SCHEMA)
+    for name, pulled in (("keys", keys), ("properties", props)):
+        out = batch.column(name)
+        assert [b.address for b in out.buffers() if b] == [b.address for b in pulled.buffers() if b]
+    assert batch.column("bornTimestamp").to_pylist()[2].timestamp() == 3.0
+    assert batch.column("storeTimestamp").null_count == n == batch.column("deliveryTimestamp").null_count
+    assert batch.column("reconsumeTimes").to_pylist() == [1, 2, 3]
+
+    with_null = wire.set_column(
+        wire.schema.get_field_index("keys"), "keys", pa.array([["a", None], [], None], pa.list_(pa.string()))
+    )
+    (batch,) = to_record_batches(with_null, "t", "b", 0)
+    assert batch.column("keys").to_pylist() == [["a", None], [], []]
+
+
 def test_user_schema_check() -> None:
     check_user_schema(SCHEMA)
     check_user_schema(None)
