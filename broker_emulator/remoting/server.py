@@ -121,14 +121,17 @@ class Connection:
         """Sends what waits, as far as the kernel takes it; waits for the socket to drain for the rest."""
         backlog, direct = self._backlog, self._direct
         assert direct is not None
-        was_waiting = self._waiting
         try:
             while backlog:
-                sent = direct.sendmsg(list(itertools.islice(backlog, _IOV_MAX)))
-                while sent and sent >= len(backlog[0]):
+                batch = list(itertools.islice(backlog, _IOV_MAX))
+                sent = direct.sendmsg(batch)
+                taken = 0
+                while taken < len(batch) and sent >= len(backlog[0]):
                     sent -= len(backlog.popleft())
-                if sent:
-                    backlog[0] = backlog[0][sent:]
+                    taken += 1
+                if taken < len(batch):  # the kernel took less than offered: the rest waits for it to drain
+                    if sent:
+                        backlog[0] = backlog[0][sent:]
                     break
         except BlockingIOError:
             pass
@@ -138,11 +141,11 @@ class Connection:
             self.writer.abort()
             return
         if backlog:
-            if not was_waiting:
+            if not self._waiting:
                 self._loop.add_writer(direct.fileno(), self._send_backlog)
                 self._waiting = True
             return
-        if was_waiting:
+        if self._waiting:
             self._loop.remove_writer(direct.fileno())
             self._waiting = False
         if self._close_when_sent:
