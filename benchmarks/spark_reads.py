@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 QUERY_TIMEOUT_S = 600
+#: The reads' target: each read ≥ this × its ceiling's rate.
+READ_TARGET = 0.85
 
 
 Connection = str | dict[str, str]
