@@ -264,6 +264,11 @@ def _at_least(name: str, figure: float, unit: str, target: float, reference: flo
     return Row(name, figure, unit, label, ratio, ratio >= target)
 
 
+def read_row(name: str, rate: float, ceiling: float, ceiling_name: str = "ceiling") -> Row:
+    """A read's rate against its target, READ_TARGET × its ceiling's rate."""
+    return _at_least(name, rate, "msgs/s", READ_TARGET, ceiling, f"≥ {READ_TARGET} × {ceiling_name}")
+
+
 def run(
     args: argparse.Namespace, log: Callable[[str], None]
 ) -> tuple[list[Row], list[stacks.Stack], list[str]]:
@@ -432,8 +437,8 @@ _GROUP_LABEL = {"emulator": "emulator CPU", "python": "Python CPU", "jvm": "Spar
 def batch_cpu_rows(batch_cpu: dict[str, dict[str, float]]) -> list[Row]:
     """CPU µs per message of each batch read's best run, per process group: where the ceiling's and the
     reads' time goes on the two shared cores. Then each read's CPU beyond the ceiling's, and how much
-    beyond it a read may spend and still reach READ_TARGET × the ceiling's rate when both keep the two cores busy
-    (the socket floor rows are what moving the same bytes costs, before any work on them)."""
+    beyond it a read may spend and still reach READ_TARGET × the ceiling's rate when both keep the two
+    cores busy (the socket floor rows are what moving the same bytes costs, before any work on them)."""
     rows = [
         Row(f"{label}: {_GROUP_LABEL[g]}", batch_cpu[key][g], "µs/msg", "—")
         for key, label, groups in BATCH_CPU
@@ -638,42 +643,13 @@ def spark_measures(
             )
             batch_cpu = {k: read_cpu.get(k, {}) for k in ("ceiling", "gRPC", "nameServer")}
             rows.append(Row("read ceiling (Arrow from memory)", ceiling, "msgs/s", "—"))
-            rows.append(
-                _at_least(
-                    "batch read → noop", batch, "msgs/s", READ_TARGET, ceiling, f"≥ {READ_TARGET} × ceiling"
-                )
-            )
+            rows.append(read_row("batch read → noop", batch, ceiling))
             rows.append(Row("stream read ceiling (same, as a stream)", stream_ceiling, "msgs/s", "—"))
-            rows.append(
-                _at_least(
-                    "stream read → noop",
-                    stream,
-                    "msgs/s",
-                    READ_TARGET,
-                    stream_ceiling,
-                    f"≥ {READ_TARGET} × stream ceiling",
-                )
-            )
+            rows.append(read_row("stream read → noop", stream, stream_ceiling, "stream ceiling"))
             if ns:
+                rows.append(read_row("batch read → noop (nameServer)", ns_batch, ceiling))
                 rows.append(
-                    _at_least(
-                        "batch read → noop (nameServer)",
-                        ns_batch,
-                        "msgs/s",
-                        READ_TARGET,
-                        ceiling,
-                        f"≥ {READ_TARGET} × ceiling",
-                    )
-                )
-                rows.append(
-                    _at_least(
-                        "stream read → noop (nameServer)",
-                        ns_stream,
-                        "msgs/s",
-                        READ_TARGET,
-                        stream_ceiling,
-                        f"≥ {READ_TARGET} × stream ceiling",
-                    )
+                    read_row("stream read → noop (nameServer)", ns_stream, stream_ceiling, "stream ceiling")
                 )
             # Spark's Python processes: the read tasks' workers, and per query the data source's planning
             # and streaming-runner processes (a fixed cost, which the ceiling pays too).
