@@ -11,10 +11,11 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from benchmarks import spark_reads
 from benchmarks.raw_throughput import READ_TASK_PULL, client_pull
+from benchmarks.table import Row, read_row
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -62,9 +63,7 @@ def create_topic(name_server: str, topic: str, queues: int = QUEUES) -> None:
 
 def measures(
     spark: SparkSession, name_server: str, n: int, size: int, repeat: int, log: Callable[[str], None]
-) -> list[Any]:
-    from benchmarks.run import Row, read_row
-
+) -> list[Row]:
     conn = {"nameServer": name_server}
     topic = f"bench-real-{uuid.uuid4().hex[:8]}"
     warm = f"bench-real-warm-{uuid.uuid4().hex[:8]}"

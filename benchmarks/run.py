@@ -56,6 +56,7 @@ from benchmarks.raw_throughput import (
     start_emulator,
 )
 from benchmarks.spark_reads import READ_TARGET
+from benchmarks.table import Row, at_least, read_row, render
 from benchmarks.write_throughput import raw_send, spark_ratio
 
 if TYPE_CHECKING:
@@ -186,16 +187,6 @@ QUICK = {
 }
 
 
-@dataclass
-class Row:
-    measure: str
-    figure: float
-    unit: str
-    target: str
-    ratio: float | None = None
-    passed: bool | None = None
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(
         prog="python -m benchmarks", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -259,16 +250,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-def _at_least(name: str, figure: float, unit: str, target: float, reference: float, label: str) -> Row:
-    ratio = figure / reference if reference else 0.0
-    return Row(name, figure, unit, label, ratio, ratio >= target)
-
-
-def read_row(name: str, rate: float, ceiling: float, ceiling_name: str = "ceiling") -> Row:
-    """A read's rate against its target, READ_TARGET × its ceiling's rate."""
-    return _at_least(name, rate, "msgs/s", READ_TARGET, ceiling, f"≥ {READ_TARGET} × {ceiling_name}")
-
-
 def run(
     args: argparse.Namespace, log: Callable[[str], None]
 ) -> tuple[list[Row], list[stacks.Stack], list[str]]:
@@ -289,13 +270,13 @@ def run(
         if needs_data:
             log(f"raw batched send of {n:,} × {size} B")
             send_rate, _ = raw_send(endpoints, n, size, topic=TOPIC, warmup_topic=WARMUP_TOPIC)
-            rows.append(_at_least("raw batched send", send_rate, "msgs/s", 1, 300_000, "≥ 300,000"))
+            rows.append(at_least("raw batched send", send_rate, "msgs/s", 1, 300_000, "≥ 300,000"))
             log(f"raw bulk pull of {n:,}")
             with measured(proc.pid) as use, client_cpu() as mine:
                 pull_rate, pulled = client_pull(endpoints, TOPIC, **READ_TASK_PULL)
             if pulled != n:
                 raise RuntimeError(f"raw bulk pull read {pulled} messages, sent {n}")
-            rows.append(_at_least("raw bulk pull → Arrow", pull_rate, "msgs/s", 1, 1_000_000, "≥ 1,000,000"))
+            rows.append(at_least("raw bulk pull → Arrow", pull_rate, "msgs/s", 1, 1_000_000, "≥ 1,000,000"))
             rows += cpu_rows("raw bulk pull", use.seconds["emulator"], mine.seconds, n)
             response_bytes, count = bulk_response_bytes(endpoints, TOPIC)
             log(f"gRPC floor: {response_bytes:,}-byte responses ({count:,} messages each) from memory")
@@ -333,7 +314,7 @@ def run(
                 )
             if pulled != n:
                 raise RuntimeError(f"remoting pull read {pulled} messages, sent {n}")
-            rows.append(_at_least("remoting pull → Arrow", rate, "msgs/s", 1, 1_000_000, "≥ 1,000,000"))
+            rows.append(at_least("remoting pull → Arrow", rate, "msgs/s", 1, 1_000_000, "≥ 1,000,000"))
             rows += cpu_rows("remoting pull", use.seconds["emulator"], mine.seconds, n)
             # The path a real broker's reads take (answers of 32 messages, pipelined 64 at a time), and what
             # serving pulls of a Java consumer's size (32) costs the emulator.
@@ -695,7 +676,7 @@ def spark_measures(
                     if w["rocketmq_rows_per_s"] > rocketmq:  # the best run, and its CPU split
                         rocketmq, write_cpu, write_emu = w["rocketmq_rows_per_s"], w["cpu_us_per_row"], emu
             rows.append(Row("write ceiling (discarding Arrow writer)", discard, "rows/s", "—"))
-            rows.append(_at_least("write → rocketmq", rocketmq, "rows/s", 0.5, discard, "≥ 0.5 × ceiling"))
+            rows.append(at_least("write → rocketmq", rocketmq, "rows/s", 0.5, discard, "≥ 0.5 × ceiling"))
             ours, ceiling_cpu = write_cpu.get("rocketmq", {}), write_cpu.get("discard", {})
             rows.append(Row("write: emulator CPU", ours.get("emulator", 0.0), "µs/row", "—"))
             # Of it, the kernel's; and the store's fresh pages, whose kernel cost per page depends on the machine.
@@ -787,25 +768,6 @@ def stacks_phase(
         )
     finally:
         real.stop()
-
-
-def render(rows: list[Row]) -> str:
-    w = max([40, *(len(r.measure) for r in rows)])  # the name column fits the longest name
-    t = max([18, *(len(r.target) for r in rows)])
-    head = f"{'measure':<{w}} {'figure':>14} {'unit':<7} {'target':<{t}} {'ratio':>8}  pass"
-    lines = [head, "-" * len(head)]
-    for r in rows:
-        fig = (
-            f"{r.figure:,.2f}"
-            if r.unit in ("s", "µs/row", "µs/msg")
-            else f"{r.figure:,.1f}"
-            if r.unit in ("ms", "MiB")
-            else f"{r.figure:,.0f}"
-        )
-        ratio = "" if r.ratio is None else f"{r.ratio:.3f}"
-        ok = "" if r.passed is None else ("PASS" if r.passed else "FAIL")
-        lines.append(f"{r.measure:<{w}} {fig:>14} {r.unit:<7} {r.target:<{t}} {ratio:>8}  {ok}")
-    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
