@@ -13,7 +13,7 @@ import itertools
 import logging
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rocketmq_protocol.names import GROUP_MAX_LENGTH, NAME_CHARACTERS, NAME_PATTERN, TOPIC_MAX_LENGTH, is_name
@@ -147,12 +147,38 @@ class OffsetSpec:
         return dict(self.offsets)
 
 
+@dataclass(frozen=True, kw_only=True)
+class TransportOptions:
+    """The connection options the reader and the writer share (`_transport`): nameServer or endpoints,
+    credentials, namespace, TLS."""
+
+    endpoints: str
+    name_server: str = ""
+    access_key: str | None = None
+    secret_key: str | None = field(default=None, repr=False)
+    namespace: str = ""
+    tls: bool = False
+    tls_ca_file: str | None = None
+    tls_ca_pem: bytes | None = field(default=None, repr=False)
+
+    @property
+    def client_config(self) -> ClientConfig:
+        return ClientConfig(
+            self.endpoints,
+            self.access_key,
+            self.secret_key,
+            self.namespace,
+            self.tls,
+            self.tls_ca_pem,
+            name_server=self.name_server,
+        )
+
+
 @dataclass(frozen=True)
-class ReaderOptions:
+class ReaderOptions(TransportOptions):
     """Validated reader options (README.md, 'Reader options'); `ending` is always `latest` for a stream."""
 
     streaming: bool
-    endpoints: str
     topics: tuple[str, ...]
     consumer_group: str
     starting: OffsetSpec
@@ -169,24 +195,16 @@ class ReaderOptions:
     pull_batch_size: int
     pull_timeout_ms: int
     pull_protocol: str
-    name_server: str = ""
-    access_key: str | None = None
-    secret_key: str | None = field(default=None, repr=False)
-    namespace: str = ""
-    tls: bool = False
-    tls_ca_file: str | None = None
-    tls_ca_pem: bytes | None = field(default=None, repr=False)
 
     @property
     def client_config(self) -> ClientConfig:
-        return _client_config(self)
+        return replace(super().client_config, pull_protocol=self.pull_protocol)
 
 
 @dataclass(frozen=True)
-class WriterOptions:
+class WriterOptions(TransportOptions):
     """Validated writer options (README.md, 'Writer options'); `topic` is None when the `topic` column names each row's topic."""
 
-    endpoints: str
     topic: str | None
     producer_group: str
     send_latency_fault_enable: bool
@@ -198,31 +216,6 @@ class WriterOptions:
     max_in_flight_requests: int
     latency_max: tuple[int, ...]
     not_available_duration: tuple[int, ...]
-    name_server: str = ""
-    access_key: str | None = None
-    secret_key: str | None = field(default=None, repr=False)
-    namespace: str = ""
-    tls: bool = False
-    tls_ca_file: str | None = None
-    tls_ca_pem: bytes | None = field(default=None, repr=False)
-
-    @property
-    def client_config(self) -> ClientConfig:
-        return _client_config(self)
-
-
-def _client_config(o: ReaderOptions | WriterOptions) -> ClientConfig:
-    pull_protocol = o.pull_protocol if isinstance(o, ReaderOptions) else PULL_AUTO
-    return ClientConfig(
-        o.endpoints,
-        o.access_key,
-        o.secret_key,
-        o.namespace,
-        o.tls,
-        o.tls_ca_pem,
-        pull_protocol,
-        name_server=o.name_server,
-    )
 
 
 # ------------------------------------------------------------------------------------------ raw access
