@@ -136,6 +136,19 @@ def _unknown_queues(spec: OffsetSpec, queues: Mapping[MessageQueue, RouteEntry],
         )
 
 
+def _at_timestamp(
+    client: RocketMQClient, spec: OffsetSpec, infos: list[RouteEntry], bounds: Bounds, timeout_ms: int
+) -> dict[MessageQueue, int]:
+    """Each queue's first offset stored at or after the spec's timestamp, inside [min, max]."""
+    ts = spec.timestamp_ms
+    assert ts is not None
+    found = map_queues(lambda q: client.offset_for_timestamp(q, ts, timeout_ms), infos)
+    return {
+        q.queue: min(max(v, bounds[q.queue][0]), bounds[q.queue][1])
+        for q, v in zip(infos, found, strict=True)
+    }
+
+
 def _clamp_start(key: MessageQueue, offset: int, bounds: tuple[int, int], source: str, fail: bool) -> int:
     """A starting offset inside [min, max]; outside it is data loss (below min) or a reset (above max)."""
     lo, hi = bounds
@@ -174,13 +187,7 @@ def resolve_start(
     if spec.kind == OffsetSpec.LATEST:
         return {k: bounds[k][1] for k in queues}
     if spec.kind == OffsetSpec.TIMESTAMP:
-        ts = spec.timestamp_ms
-        assert ts is not None
-        found = map_queues(lambda q: client.offset_for_timestamp(q, ts, opts.pull_timeout_ms), infos)
-        return {
-            q.queue: min(max(v, bounds[q.queue][0]), bounds[q.queue][1])
-            for q, v in zip(infos, found, strict=True)
-        }
+        return _at_timestamp(client, spec, infos, bounds, opts.pull_timeout_ms)
     if spec.kind == OffsetSpec.GROUP:
         committed = map_queues(
             lambda q: client.get_committed(opts.consumer_group, q, opts.pull_timeout_ms), infos
@@ -230,13 +237,7 @@ def resolve_end(
     if spec.kind == OffsetSpec.LATEST:
         return {k: bounds[k][1] for k in queues}
     if spec.kind == OffsetSpec.TIMESTAMP:
-        ts = spec.timestamp_ms
-        assert ts is not None
-        found = map_queues(lambda q: client.offset_for_timestamp(q, ts, opts.pull_timeout_ms), infos)
-        return {
-            q.queue: min(max(v, bounds[q.queue][0]), bounds[q.queue][1])
-            for q, v in zip(infos, found, strict=True)
-        }
+        return _at_timestamp(client, spec, infos, bounds, opts.pull_timeout_ms)
     _unknown_queues(spec, queues, "endingOffsets")
     named = spec.offset_map()
     out = {}
