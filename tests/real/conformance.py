@@ -10,7 +10,6 @@ known to differ and why (docs/deviations.md shows the same table; a test keeps t
 
 from __future__ import annotations
 
-import json
 import os
 import queue
 import threading
@@ -992,21 +991,3 @@ DEVIATIONS: dict[str, dict[str, dict[str, tuple[Any, Any, str]]]] = {
         },
     }
 }
-
-
-def flatten(obs: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(obs, dict):
-        out: dict[str, Any] = {}
-        for k, v in obs.items():
-            out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
-        return out
-    return {prefix: obs}
-
-
-def differences(emulator: dict, real: dict) -> dict[str, tuple[Any, Any]]:
-    a, b = flatten(emulator), flatten(real)
-    return {k: (a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)}
-
-
-def compact(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))

@@ -505,25 +505,6 @@ class TopicListCache:
         return list(fastjson.loads(r.body).get("topicList", []))
 
 
-# ----------------------------------------------------------------------------------------------- compare
-def flatten(obs: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(obs, dict):
-        out: dict[str, Any] = {}
-        for k, v in obs.items():
-            out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
-        return out
-    return {prefix: obs}
-
-
-def differences(emulator: dict, real: dict) -> dict[str, tuple[Any, Any]]:
-    e, r = flatten(emulator), flatten(real)
-    return {k: (e.get(k), r.get(k)) for k in sorted(set(e) | set(r)) if e.get(k) != r.get(k)}
-
-
-def compact(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
 _SQL = (
     "a SQL92 subscription that does not parse: the real broker answers the pull SUCCESS (its filter falls back "
     "without telling the client); the emulator refuses it with SUBSCRIPTION_PARSE_FAILED so the mistake is seen"

@@ -13,6 +13,7 @@ import pytest
 
 from broker_emulator import Emulator
 from tests.real import conformance as cf
+from tests.real import observations as obs
 from tests.real import realcluster as rc
 
 pytestmark = [pytest.mark.realbroker, pytest.mark.timeout(600)]
@@ -66,22 +67,7 @@ def test_scenario(protocol: str, sc: cf.Scenario, emulator_target: cf.Target, re
         emu_f = pool.submit(observe, client_cls, emulator_target, sc)
         real_f = pool.submit(observe, client_cls, real_grpc_target, sc)
         emu_obs, real_obs = emu_f.result(), real_f.result()
-    diff = cf.differences(emu_obs, real_obs)
-    listed = {k: (e, r) for k, (e, r, _why) in cf.DEVIATIONS[protocol].get(sc.id, {}).items()}
-    for key in sorted(set(cf.flatten(real_obs)) | set(cf.flatten(emu_obs))):
-        e, r = cf.flatten(emu_obs).get(key), cf.flatten(real_obs).get(key)
-        mark = "same" if key not in diff else ("DEVIATION (listed)" if key in listed else "DIFFERENT")
-        rc.TABLE.append(f"{protocol} | {sc.id} | {key} | {cf.compact(e)} | {cf.compact(r)} | {mark}")
-    rc.evidence(
-        f"conformance {protocol} {sc.id}: "
-        + ("same" if not diff else f"{len(diff)} difference(s): {sorted(diff)}")
-    )
-    assert diff == listed, (
-        f"{sc.id}: emulator and {real_grpc_target.name} differ beyond docs/deviations.md\n"
-        f"emulator: {emu_obs}\nreal:     {real_obs}\n"
-        f"unlisted: { {k: v for k, v in diff.items() if listed.get(k) != v} }\n"
-        f"listed but gone: { {k: v for k, v in listed.items() if diff.get(k) != v} }"
-    )
+    obs.check(protocol, sc.id, emu_obs, real_obs, cf.DEVIATIONS[protocol], real_grpc_target.name)
 
 
 def test_deviation_table_in_docs_matches_the_code():
@@ -93,7 +79,7 @@ def test_deviation_table_in_docs_matches_the_code():
             unquote = [re.sub(r"^`(.*)`$", r"\1", c) for c in cells[:5]]
             rows.add(tuple(unquote))
     expected = {
-        (p, sc, key, cf.compact(e), cf.compact(r))
+        (p, sc, key, obs.compact(e), obs.compact(r))
         for p, table in cf.DEVIATIONS.items()
         for sc, entries in table.items()
         for key, (e, r, _why) in entries.items()

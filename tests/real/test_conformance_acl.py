@@ -19,6 +19,7 @@ from broker_emulator import Emulator
 from tests.real import conformance as cf
 from tests.real import conformance_acl as ca
 from tests.real import conformance_remoting as cr
+from tests.real import observations as obs
 from tests.real import realcluster as rc
 
 pytestmark = [pytest.mark.realbroker, pytest.mark.timeout(600)]
@@ -36,27 +37,6 @@ def acl_emulator() -> Iterator[Emulator]:
         yield emu
     finally:
         emu.stop(timeout=30)
-
-
-def _compare(label: str, emu_obs: dict, real_obs: dict, listed_table: dict, real_name: str) -> None:
-    diff = cf.differences(emu_obs, real_obs)
-    listed = {k: (e, r) for k, (e, r, _why) in listed_table.get(SCENARIO, {}).items()}
-    e_flat, r_flat = cf.flatten(emu_obs), cf.flatten(real_obs)
-    for key in sorted(set(e_flat) | set(r_flat)):
-        mark = "same" if key not in diff else ("DEVIATION (listed)" if key in listed else "DIFFERENT")
-        rc.TABLE.append(
-            f"{label} | {SCENARIO} | {key} | {cf.compact(e_flat.get(key))} | {cf.compact(r_flat.get(key))} | {mark}"
-        )
-    rc.evidence(
-        f"conformance {label} {SCENARIO}: "
-        + ("same" if not diff else f"{len(diff)} difference(s): {sorted(diff)}")
-    )
-    assert diff == listed, (
-        f"{SCENARIO}: emulator and {real_name} differ beyond docs/deviations.md\n"
-        f"emulator: {emu_obs}\nreal:     {real_obs}\n"
-        f"unlisted: { {k: v for k, v in diff.items() if listed.get(k) != v} }\n"
-        f"listed but gone: { {k: v for k, v in listed.items() if diff.get(k) != v} }"
-    )
 
 
 def _observe_grpc(target: cf.Target) -> dict:
@@ -84,7 +64,7 @@ def test_grpc_acl_refusals(acl_emulator: Emulator, rocketmq5_auth: rc.Cluster):
         emu_f = pool.submit(_observe_grpc, emu_target)
         real_f = pool.submit(_observe_grpc, real_target)
         emu_obs, real_obs = emu_f.result(), real_f.result()
-    _compare("grpc", emu_obs, real_obs, cf.DEVIATIONS["grpc"], real_target.name)
+    obs.check("grpc", SCENARIO, emu_obs, real_obs, cf.DEVIATIONS["grpc"], real_target.name)
 
 
 def _remoting_target(name: str, namesrv: str, create_topic, create_group) -> cr.RemotingTarget:
@@ -110,8 +90,13 @@ def test_remoting_acl_refusals(version: str, acl_emulator: Emulator, request: py
     with ThreadPoolExecutor(2) as pool:
         futures = {t.name: pool.submit(ca.remoting_acl_refusals, t) for t in (emu, real)}
         results = {k: f.result() for k, f in futures.items()}
-    _compare(
-        f"remoting {real.name}", results["emulator"], results[real.name], cr.DEVIATIONS[version], real.name
+    obs.check(
+        f"remoting {real.name}",
+        SCENARIO,
+        results["emulator"],
+        results[real.name],
+        cr.DEVIATIONS[version],
+        real.name,
     )
 
 

@@ -14,6 +14,7 @@ import pytest
 
 from broker_emulator import Emulator
 from tests.real import conformance_remoting as cr
+from tests.real import observations as obs
 from tests.real import realcluster as rc
 
 pytestmark = [pytest.mark.realbroker, pytest.mark.timeout(600)]
@@ -68,25 +69,7 @@ def test_scenario(version: str, sc: cr.Scenario, emulator_remoting_target, reque
         emu_f = pool.submit(observe, emulator_remoting_target, sc)
         real_f = pool.submit(observe, real, sc)
         emu_obs, real_obs = emu_f.result(), real_f.result()
-    diff = cr.differences(emu_obs, real_obs)
-    listed = {k: (e, r) for k, (e, r, _why) in cr.DEVIATIONS[version].get(sc.id, {}).items()}
-    e_flat, r_flat = cr.flatten(emu_obs), cr.flatten(real_obs)
-    for key in sorted(set(e_flat) | set(r_flat)):
-        mark = "same" if key not in diff else ("DEVIATION (listed)" if key in listed else "DIFFERENT")
-        rc.TABLE.append(
-            f"remoting {real.name} | {sc.id} | {key} | {cr.compact(e_flat.get(key))} | "
-            f"{cr.compact(r_flat.get(key))} | {mark}"
-        )
-    rc.evidence(
-        f"conformance remoting vs {real.name} {sc.id}: "
-        + ("same" if not diff else f"{len(diff)} difference(s): {sorted(diff)}")
-    )
-    assert diff == listed, (
-        f"{sc.id}: emulator and {real.name} differ beyond docs/deviations.md\n"
-        f"emulator: {emu_obs}\nreal:     {real_obs}\n"
-        f"unlisted: { {k: v for k, v in diff.items() if listed.get(k) != v} }\n"
-        f"listed but gone: { {k: v for k, v in listed.items() if diff.get(k) != v} }"
-    )
+    obs.check(f"remoting {real.name}", sc.id, emu_obs, real_obs, cr.DEVIATIONS[version], real.name)
 
 
 def test_remoting_deviation_table_in_docs_matches_the_code():
@@ -98,7 +81,7 @@ def test_remoting_deviation_table_in_docs_matches_the_code():
         if m and len(cells) >= 6:
             rows.add((m.group(1), *(re.sub(r"^`(.*)`$", r"\1", c) for c in cells[1:5])))
     expected = {
-        (v, sc, key, cr.compact(e), cr.compact(r))
+        (v, sc, key, obs.compact(e), obs.compact(r))
         for v, table in cr.DEVIATIONS.items()
         for sc, entries in table.items()
         for key, (e, r, _why) in entries.items()
@@ -123,5 +106,5 @@ def test_an_emulator_capped_at_32_answers_pulls_as_the_real_broker(
         )
         emu_obs = observe(capped, sc)
     real_obs = observe(real, sc)
-    assert cr.differences(emu_obs, real_obs) == {}, (emu_obs, real_obs)
+    assert obs.differences(emu_obs, real_obs) == {}, (emu_obs, real_obs)
     rc.evidence(f"pull_batch_cap, emulator with max_transfer_count=32 vs {real.name}: same ({emu_obs})")
