@@ -298,9 +298,10 @@ def _keep_best(
 ) -> bool:
     """Runs one throughput measure; keeps its rate, and its CPU per message per process group, when it is
     the stack's best so far. A run that raises is recorded in `stack.failures` (False), so one stack's
-    failure (a broker that stops answering) leaves the other stacks' figures and its own other runs.
+    failure (a broker that stops answering) leaves the other stacks' figures and its own other runs; a
+    measure none of whose runs succeeded has neither a figure nor a CPU split.
     `others`: the other stacks' broker processes, counted in no group."""
-    cpu = stack.cpu.setdefault(measure, {})
+    cpu = dict(stack.cpu.get(measure, {}))
     try:
         best = best_with_cpu(
             stack.figures.get(measure, 0.0),
@@ -317,6 +318,7 @@ def _keep_best(
         log(f"{stack.label}: {measure} run {r + 1} failed: {reason}")
         return False
     stack.figures[measure] = best
+    stack.cpu[measure] = cpu
     return True
 
 

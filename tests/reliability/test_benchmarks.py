@@ -41,7 +41,8 @@ def test_quick_run_reports_every_measure(tmp_path):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(10)
-    assert proc.returncode == 0, stderr[-4000:]
+    failed = [line for line in stderr.splitlines() if " failed: " in line]  # a stack's runs that raised
+    assert proc.returncode == 0, "\n".join([*failed, stderr[-4000:]])
     printed = {line.split("  ")[0].strip() for line in stdout.splitlines()}
     assert set(MEASURES) <= printed, f"missing from the table: {set(MEASURES) - printed}\n{stdout}"
 
@@ -95,14 +96,17 @@ def test_a_failed_stack_run_is_reported_and_the_others_kept():
     def broken() -> float:
         raise RuntimeError("Expiring 148 record(s) for anchor-kafka-write-1-1\nat org.apache.kafka...")
 
+    assert stacks._keep_best(stack, "batch read", 1000, broken, 0, logged.append) is False
     assert stacks._keep_best(stack, "write", 1000, lambda: 2000.0, 0, logged.append) is True
     assert stacks._keep_best(stack, "write", 1000, broken, 1, logged.append) is False
     assert stack.figures == {"write": 2000.0}
+    assert set(stack.cpu) == {"write"}  # a measure with no run that succeeded has no CPU split to print
     assert stack.failures == [
-        "write (run 2): RuntimeError: Expiring 148 record(s) for anchor-kafka-write-1-1"
+        "batch read (run 1): RuntimeError: Expiring 148 record(s) for anchor-kafka-write-1-1",
+        "write (run 2): RuntimeError: Expiring 148 record(s) for anchor-kafka-write-1-1",
     ]
-    assert len(logged) == 2 and logged[0].startswith("  2,000/s; CPU µs per message: emulator ")  # run 1
-    assert logged[1] == "Kafka 4.1.1: write run 2 failed: " + stack.failures[0].split(": ", 1)[1]
+    assert len(logged) == 3 and logged[1].startswith("  2,000/s; CPU µs per message: emulator ")  # run 1
+    assert logged[2] == "Kafka 4.1.1: write run 2 failed: " + stack.failures[1].split(": ", 1)[1]
     table = stacks.render([stack], "stacks")
     assert "Kafka 4.1.1: FAILED write (run 2): RuntimeError: Expiring 148 record(s)" in table
     assert stacks.as_json([stack])[0]["failures"] == stack.failures
@@ -196,7 +200,8 @@ def test_native_profile_names_where_a_remoting_read_spends_its_cpu():
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(10)
-    assert proc.returncode == 0, stderr[-4000:]
+    failed = [line for line in stderr.splitlines() if " failed: " in line]  # a stack's runs that raised
+    assert proc.returncode == 0, "\n".join([*failed, stderr[-4000:]])
     assert "over nameServer" in stdout.splitlines()[0], stdout
     python = stdout.split("\npython: ", 1)[1].split("\njvm: ", 1)[0]
     assert "scan_stored" in python, stdout
