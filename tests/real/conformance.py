@@ -23,6 +23,7 @@ import grpc
 from google.protobuf import duration_pb2, timestamp_pb2
 
 from rocketmq_protocol.signature import authorization
+from tests.real.observations import Deviations
 from tests.real.v2stubs import d, s, sg
 
 
@@ -925,7 +926,7 @@ _FORBIDDEN = (
     "failed authentication and failed authorization alike (its ResponseBuilder maps AuthorizationException to "
     "UNAUTHORIZED), with the reason in the message"
 )
-DEVIATIONS: dict[str, dict[str, dict[str, tuple[Any, Any, str]]]] = {
+DEVIATIONS: dict[str, Deviations] = {
     "grpc": {
         # tests/real/conformance_acl.py (run by test_conformance_acl.py against a proxy with ACL 2.0 on)
         "acl_refusals": {

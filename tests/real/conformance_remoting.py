@@ -22,6 +22,7 @@ from rocketmq_protocol.remoting.codes import ResponseCode as R
 from rocketmq_protocol.remoting.message_codec import encode_batch
 from rocketmq_protocol.remoting.message_id import decode_offset_message_id
 from rocketmq_protocol.remoting.properties import encode_properties
+from tests.real.observations import Deviations
 from tests.support.remoting import RemotingClient, messages
 
 
@@ -541,7 +542,7 @@ _ACL1_REFUSED = (
 
 # Per real version ("5", "4") and scenario: observation → (emulator, real, why). The "acl_refusals" entries are
 # those of tests/real/conformance_acl.py (run by test_conformance_acl.py against brokers with an ACL).
-DEVIATIONS: dict[str, dict[str, dict[str, tuple[Any, Any, str]]]] = {
+DEVIATIONS: dict[str, Deviations] = {
     "5": {
         "pull_statuses": {"sql92_bad": ("SUBSCRIPTION_PARSE_FAILED", "SUCCESS", _SQL)},
         "consumer_offsets": {
