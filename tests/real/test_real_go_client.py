@@ -11,7 +11,9 @@ the test skips with the reason, unless ROCKETMQ_REAL=required, which makes that 
 Open: when the Go client's consumers commit their offsets only in Shutdown (UPDATE_CONSUMER_OFFSET oneway,
 then the connection closed at once), the emulator missed some of those frames in about 1 run of 4, with a
 connection reset seen on its side; the driver therefore commits first and waits `-settle` (0.5 s) before
-Shutdown. Why the frames are lost (and whether a real broker loses them too) is not yet known.
+Shutdown. Why the frames are lost is not yet known. Real RocketMQ 4.9.7 once (in CI) showed a lag too
+after that sequence, so on a real broker a lag is printed as evidence, not failed; the emulator must
+show none.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ SOURCE = Path(__file__).resolve().parent / "go"
 BUILD_TIMEOUT_S = 600.0
 RUN_TIMEOUT_S = 180.0
 SINGLE, BATCH, BATCH_SIZE, ORDERLY, GROUPS = 20, 16, 8, 12, 3
+LAG_REQUERIES = 2  # consumerProgress asked again, 2 s apart, while a group's commits still lag
 
 
 def _unavailable(reason: str):
@@ -200,7 +203,29 @@ def test_go_client_produces_and_consumes_with_push_and_pull(real_cluster: rc.Clu
             committed = {q: store.get_consumer_offset(g, topic, q) for q in range(8)}
             got = {q: o for q, o in committed.items() if q in ends}
             assert got == dict(ends), (g, committed, r["stderr"])
+    lag = commit_lag(c, groups)
+    for _ in range(LAG_REQUERIES):
+        if not lag:
+            break
+        time.sleep(2.0)
+        lag = commit_lag(c, groups)
+    if lag and emulator is None:
+        # The real broker is the oracle here, not the product: a lag there is what that broker and client
+        # did (seen once in CI against 4.9.7, Diff Total 3; not reproduced in 30 runs), so it is shown
+        # in the run's real-RocketMQ section, and the emulator above and below is held to zero.
+        for g, out in lag.items():
+            rc.evidence(f"Go client vs {c.broker_addr}: group {g} still lags after Shutdown:\n{out}")
+        rc.evidence(f"Go client's warnings: {r['stderr']}")
+        return
+    assert not lag, (lag, r["stderr"])
+
+
+def commit_lag(c: rc.Cluster, groups: list[str]) -> dict[str, str]:
+    """mqadmin consumerProgress of each group whose Diff Total is not 0 (or not printed), by group."""
     outs = c.mqadmin_batch([["consumerProgress", "-g", g] for g in groups])
+    lag = {}
     for g, out in zip(groups, outs, strict=True):
         m = re.search(r"Diff Total:\s*(\d+)", out)
-        assert m and int(m.group(1)) == 0, (g, out)
+        if not (m and int(m.group(1)) == 0):
+            lag[g] = out
+    return lag
