@@ -267,6 +267,12 @@ def topic_status_total(out: str) -> int:
     return total
 
 
+def diff_total(out: str) -> int | None:
+    """`Diff Total` of `mqadmin consumerProgress` (the group's lag over all its queues), None if not printed."""
+    m = re.search(r"Diff Total:\s*(\d+)", out)
+    return int(m.group(1)) if m else None
+
+
 # ----------------------------------------------------------------------------------------------- processes
 def _java_cmd(tools: dict[str, str], role: str, classpath: str, user_home: Path) -> list[str]:
     flags = [*HEAP[role], *COMMON_JVM_FLAGS, *JDK17_FLAGS]

@@ -22,7 +22,6 @@ import base64
 import hashlib
 import json
 import os
-import re
 import shutil
 import subprocess
 import time
@@ -222,9 +221,4 @@ def test_go_client_produces_and_consumes_with_push_and_pull(real_cluster: rc.Clu
 def commit_lag(c: rc.Cluster, groups: list[str]) -> dict[str, str]:
     """mqadmin consumerProgress of each group whose Diff Total is not 0 (or not printed), by group."""
     outs = c.mqadmin_batch([["consumerProgress", "-g", g] for g in groups])
-    lag = {}
-    for g, out in zip(groups, outs, strict=True):
-        m = re.search(r"Diff Total:\s*(\d+)", out)
-        if not (m and int(m.group(1)) == 0):
-            lag[g] = out
-    return lag
+    return {g: out for g, out in zip(groups, outs, strict=True) if rc.diff_total(out) != 0}

@@ -314,8 +314,8 @@ func runPush(g string) {
 	}
 	complete := wait(c, t0)
 	// Commit the group's offsets while the connection is up, then give the broker a moment to read them:
-	// they go oneway, and Shutdown (which sends them again) closes the connection at once; against the
-	// emulator some of those last frames were lost, with a connection reset seen (not yet explained).
+	// they go oneway, and Shutdown (which sends them again) closes the connection at once, so some of
+	// Shutdown's are lost, by real brokers as by the emulator (tests/real/test_real_go_client.py).
 	if p, ok := pc.(interface{ PersistConsumerOffset() error }); ok && *commit {
 		if err := p.PersistConsumerOffset(); err != nil {
 			fail("push persist offset: %v", err)
