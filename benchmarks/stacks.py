@@ -13,8 +13,8 @@ A stack that cannot run is skipped with a printed reason: the remoting ones unti
 a remoting client and the emulator a name server; the real systems where Java or Maven is missing (a
 failure instead under `ROCKETMQ_REAL=required`, as in CI).
 
-Workload, per stack, 8 queues/partitions (the emulator 2 brokers × 4 queues; RocketMQ one broker × 8;
-Kafka 8 partitions), `--stack-messages` messages of `--size` bytes:
+Workload, per stack, 8 queues/partitions (the emulator and RocketMQ 2 brokers × 4 queues; Kafka 8
+partitions), `--stack-messages` messages of `--size` bytes:
 
 * write: `spark.range(N)` → one binary column (`body` / `value`) → the sink, into a new topic per run;
 * batch read: `spark.read` of the first run's topic → `noop`;
@@ -509,7 +509,8 @@ def start_kafka(real: RealSystems, stack: Stack, log: Callable[[str], None]) -> 
 
 
 def prepare_real_rocketmq(real: RealSystems, log: Callable[[str], None], remoting_skip: str | None) -> Stack:
-    """A real RocketMQ 5.x name server and broker (no proxy: remoting), when the connector speaks remoting."""
+    """A real RocketMQ 5.x name server and two brokers of 4 queues per topic (no proxy: remoting), as the
+    emulator's 2 × 4, when the connector speaks remoting."""
     stack = Stack(
         "rocketmq5-remoting", "RocketMQ 5 remoting", "rocketmq", ours=True, topic_prefix="anchor-rmq-"
     )
@@ -524,8 +525,8 @@ def prepare_real_rocketmq(real: RealSystems, log: Callable[[str], None], remotin
     try:
         log(f"RocketMQ {rc.ROCKETMQ5_VERSION}: fetching with Maven (cached after the first run)")
         dist = rc.fetch(rc.ROCKETMQ5_VERSION)
-        cluster = rc.Cluster(dist, real.work_dir / "rocketmq", with_proxy=False)
-        log(f"RocketMQ {dist.version}: starting a name server and a broker")
+        cluster = rc.Cluster(dist, real.work_dir / "rocketmq", with_proxy=False, brokers=2)
+        log(f"RocketMQ {dist.version}: starting a name server and two brokers")
         real.rocketmq = cluster.start()
     except rc.Unavailable as e:
         stack.skip = unavailable("real RocketMQ", str(e).splitlines()[0])
@@ -533,9 +534,9 @@ def prepare_real_rocketmq(real: RealSystems, log: Callable[[str], None], remotin
     stack.label = f"RocketMQ {dist.version} remoting"
     stack.connect = {"nameServer": cluster.namesrv}
     stack.broker_pids = [p.pid for p in cluster.processes]
-    stack.create_topic = lambda _spark, topic: cluster.update_topic(topic, 8)
+    stack.create_topic = lambda _spark, topic: cluster.update_topic(topic, 4)  # on each broker
     real.notes.append(
-        f"RocketMQ {dist.version}: name server + 1 broker (8 queues per topic), started in "
+        f"RocketMQ {dist.version}: name server + 2 brokers (4 queues per topic on each), started in "
         f"{cluster.start_seconds:.1f} s"
     )
     return stack

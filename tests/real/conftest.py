@@ -48,7 +48,7 @@ def _cluster(
     cluster.start()  # StartFailed carries the tail of the failing process's logs
     rc.evidence(
         f"RocketMQ {version}{label}: cluster started in {cluster.start_seconds:.1f} s "
-        f"(name server {cluster.namesrv}, broker {cluster.broker_addr}"
+        f"(name server {cluster.namesrv}, broker {', '.join(cluster.broker_addrs)}"
         + (f", proxy gRPC {cluster.proxy_endpoint})" if cluster.grpc_port else ")")
         + f"; jars: {', '.join(f'{k} {v}' for k, v in dist.jar_versions().items() if k in _SHOWN)}"
     )
@@ -56,7 +56,8 @@ def _cluster(
         yield cluster
     finally:
         cluster.stop()
-        shutil.rmtree(work / "store", ignore_errors=True)  # keep the logs, drop the mapped store files
+        for store in work.glob("store*"):  # keep the logs, drop the mapped store files
+            shutil.rmtree(store, ignore_errors=True)
 
 
 _SHOWN = {"rocketmq-namesrv", "rocketmq-broker", "rocketmq-proxy", "rocketmq-tools", "rocketmq-client"}
@@ -116,6 +117,15 @@ def busy_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[rc.Cluster
         label=" with waitTimeMillsInSendQueue=1",
         with_proxy=False,
         broker_conf={"waitTimeMillsInSendQueue": "1"},
+    )
+
+
+@pytest.fixture(scope="module")
+def two_brokers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[rc.Cluster]:
+    """A RocketMQ 5.x name server and two masters, broker-a and broker-b (no proxy). Module scope: only
+    tests/real/test_real_two_brokers.py runs it."""
+    yield from _cluster(
+        rc.ROCKETMQ5_VERSION, tmp_path_factory, label=" with 2 brokers", with_proxy=False, brokers=2
     )
 
 

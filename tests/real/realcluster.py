@@ -30,10 +30,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rocketmq_protocol.remoting.route import TopicRouteData
 from rocketmq_protocol.remoting.signature import calculate_signature, content_to_sign
 from tests.real.jvm import (
     JavaProcess,
@@ -57,6 +58,12 @@ ROCKETMQ4_VERSION = os.environ.get("ROCKETMQ4_VERSION", "4.9.7")
 GROUP_ID = "org.apache.rocketmq"
 CLUSTER_NAME = "DefaultCluster"
 BROKER_NAME = "broker-a"
+
+
+def broker_name(index: int) -> str:
+    """The name of a cluster's broker `index`: broker-a, broker-b, ... (as RocketMQ's sample configs)."""
+    return f"broker-{chr(ord('a') + index)}"
+
 
 JAVA_DIR = Path(__file__).resolve().parent / "java"
 
@@ -156,16 +163,22 @@ def fetch(version: str, timeout: float = 1500.0, log: Path | None = None) -> Dis
 
 
 # ----------------------------------------------------------------------------------------------- helpers
-def free_broker_port() -> int:
+def free_broker_port(taken: Collection[int] = ()) -> int:
     """A broker listenPort P whose neighbours are free too: the broker also binds P-2 (the "fast"/VIP
     remoting server) and P+1 (HA). P is taken below the kernel's ephemeral port range where it can: a
     broker restarted on its port then cannot find one of them taken as the local port of some client's
-    connection (a 5.5.0 broker once exited on restart with "Address already in use" on P+1)."""
+    connection (a 5.5.0 broker once exited on restart with "Address already in use" on P+1).
+    `taken`: listenPorts chosen for brokers not started yet, whose neighbours are kept clear too."""
     low = ephemeral_port_floor()
     rng = random.Random()
     for _ in range(200):
         p = rng.randrange(10_002, low - 2) if low > 12_000 else free_port()
-        if p > 1026 and p < 65534 and all(bindable(q) for q in (p - 2, p - 1, p, p + 1)):
+        if (
+            p > 1026
+            and p < 65534
+            and all(abs(p - t) > 3 for t in taken)
+            and all(bindable(q) for q in (p - 2, p - 1, p, p + 1))
+        ):
             return p
     raise RuntimeError("no free port with free neighbours")
 
@@ -293,14 +306,16 @@ LOGBACK_4X = """<configuration>
 # ----------------------------------------------------------------------------------------------- cluster
 @dataclass
 class Cluster:
-    """One name server, one broker (`broker-a`, master) and, for 5.x, a proxy in cluster mode.
+    """One name server, `brokers` masters (`broker-a`, `broker-b`, ...) in one cluster and, for 5.x, a proxy
+    in cluster mode.
 
-    `broker_conf` entries override the defaults of `broker_properties()`.
+    `broker_conf` entries override the defaults of `broker_properties()` (on every broker).
     """
 
     dist: Dist
     work_dir: Path
     with_proxy: bool | None = None
+    brokers: int = 1
     broker_conf: dict[str, str] = field(default_factory=dict)
     proxy_conf: dict[str, object] = field(default_factory=dict)  # extra keys of the proxy's JSON config
     # files written under ROCKETMQ_HOME before the start (e.g. conf/plain_acl.yml)
@@ -311,7 +326,7 @@ class Cluster:
     admin_credentials: tuple[str, str] | None = None
     processes: list[JavaProcess] = field(default_factory=list)
     namesrv_port: int = 0
-    broker_port: int = 0
+    broker_ports: list[int] = field(default_factory=list)
     grpc_port: int = 0
     proxy_remoting_port: int = 0
     start_seconds: float = 0.0
@@ -324,8 +339,22 @@ class Cluster:
         return f"127.0.0.1:{self.namesrv_port}"
 
     @property
+    def broker_port(self) -> int:
+        """The first broker's (`broker-a`'s) listenPort."""
+        return self.broker_ports[0] if self.broker_ports else 0
+
+    @property
     def broker_addr(self) -> str:
+        """The first broker's (`broker-a`'s) remoting address."""
         return f"127.0.0.1:{self.broker_port}"
+
+    @property
+    def broker_names(self) -> list[str]:
+        return [broker_name(i) for i in range(self.brokers)]
+
+    @property
+    def broker_addrs(self) -> list[str]:
+        return [f"127.0.0.1:{p}" for p in self.broker_ports]
 
     @property
     def proxy_endpoint(self) -> str:
@@ -338,18 +367,19 @@ class Cluster:
     def home(self) -> Path:
         return self.work_dir / "home"
 
-    def broker_properties(self) -> dict[str, str]:
-        store = self.work_dir / "store"
+    def broker_properties(self, index: int = 0) -> dict[str, str]:
+        """The configuration file of broker `index` (0 = `broker-a`, its store in `store/`)."""
+        store = self.work_dir / ("store" if index == 0 else f"store-{broker_name(index)}")
         props = {
             "brokerClusterName": CLUSTER_NAME,
-            "brokerName": BROKER_NAME,
+            "brokerName": broker_name(index),
             "brokerId": "0",
             "brokerRole": "ASYNC_MASTER",
             "flushDiskType": "ASYNC_FLUSH",
             "brokerIP1": "127.0.0.1",
             "brokerIP2": "127.0.0.1",
             "namesrvAddr": self.namesrv,
-            "listenPort": str(self.broker_port),
+            "listenPort": str(self.broker_ports[index]),
             "storePathRootDir": str(store),
             "storePathCommitLog": str(store / "commitlog"),
             "autoCreateTopicEnable": "true",
@@ -389,22 +419,19 @@ class Cluster:
             (self.home / rel).parent.mkdir(parents=True, exist_ok=True)
             (self.home / rel).write_text(text)
         self.namesrv_port = free_port()
-        self.broker_port = free_broker_port()
+        self.broker_ports = []
+        for _ in range(self.brokers):
+            self.broker_ports.append(free_broker_port(self.broker_ports))
         deadline = time.monotonic() + timeout
         try:
             ns = self._spawn("namesrv", "org.apache.rocketmq.namesrv.NamesrvStartup", self._namesrv_args())
             self._wait(ns, lambda: port_open(self.namesrv_port), deadline, "the name server port")
-            conf = self.work_dir / "broker.conf"
-            conf.write_text("".join(f"{k}={v}\n" for k, v in self.broker_properties().items()))
-            broker = self._spawn(
-                "broker", "org.apache.rocketmq.broker.BrokerStartup", ["-c", str(conf), "-n", self.namesrv]
-            )
-            self._wait(
-                broker,
-                lambda: broker_registered(self.namesrv, self.broker_addr),
-                deadline,
-                f"the broker to register {self.broker_addr} with the name server",
-            )
+            for i in range(self.brokers):
+                conf = self.work_dir / f"{self._broker_process_name(i)}.conf"
+                conf.write_text("".join(f"{k}={v}\n" for k, v in self.broker_properties(i).items()))
+            started = [self._spawn_broker(i) for i in range(self.brokers)]
+            for i, proc in enumerate(started):
+                self._wait_registered(i, proc, deadline)
             if self.with_proxy:
                 self.grpc_port, self.proxy_remoting_port = free_port(), free_port()
                 pconf = self.work_dir / "proxy.json"
@@ -432,15 +459,65 @@ class Cluster:
         self.start_seconds = time.monotonic() - t0
         return self
 
+    @staticmethod
+    def _broker_process_name(index: int) -> str:
+        """broker-a keeps the names of a one-broker cluster's files (broker.conf, broker.out); others: theirs."""
+        return "broker" if index == 0 else broker_name(index)
+
+    def _spawn_broker(self, index: int) -> JavaProcess:
+        """Starts broker `index` from the configuration file `start` wrote (same port and store)."""
+        name = self._broker_process_name(index)
+        conf = self.work_dir / f"{name}.conf"
+        args = ["-c", str(conf), "-n", self.namesrv]
+        return self._spawn("broker", "org.apache.rocketmq.broker.BrokerStartup", args, name)
+
+    def _wait_registered(self, index: int, proc: JavaProcess, deadline: float) -> None:
+        addr = self.broker_addrs[index]
+        self._wait(
+            proc,
+            lambda: broker_registered(self.namesrv, addr),
+            deadline,
+            f"{broker_name(index)} to register {addr} with the name server",
+        )
+
+    def broker_process(self, index: int = 0) -> JavaProcess:
+        """The running JVM of broker `index` (0 = broker-a)."""
+        name = self._broker_process_name(index)
+        return next(p for p in self.processes if p.name == name)
+
+    def stop_broker(self, index: int = 0, kill: bool = False, grace: float = 20.0) -> None:
+        """Stops broker `index`: SIGTERM, a clean shutdown (SIGKILL after `grace` s), or with `kill` SIGKILL
+        at once, a crash (its store keeps what the OS had been given: ASYNC_FLUSH loses nothing then)."""
+        proc = self.broker_process(index)
+        if kill:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGKILL)
+            proc.popen.wait(10)
+        else:
+            proc.stop(grace=grace)
+        self.processes.remove(proc)
+
+    def start_broker(self, index: int = 0, timeout: float = 120.0) -> None:
+        """Starts a stopped broker `index` again on its port and store, until it has registered."""
+        self._wait_registered(index, self._spawn_broker(index), time.monotonic() + timeout)
+
+    def restart_broker(self, index: int = 0) -> None:
+        """A clean restart of broker `index` (stop_broker, then start_broker)."""
+        self.stop_broker(index)
+        self.start_broker(index)
+
     def _namesrv_args(self) -> list[str]:
         conf = self.work_dir / "namesrv.conf"
         bind = "bindAddress=127.0.0.1\n" if self.dist.major >= 5 else ""
         conf.write_text(f"listenPort={self.namesrv_port}\n{bind}")
         return ["-c", str(conf)]
 
-    def _spawn(self, role: str, main: str, args: Sequence[str]) -> JavaProcess:
-        log = self.work_dir / f"{role}.out"
-        user_home = self.work_dir / f"{role}-home"
+    def _spawn(self, role: str, main: str, args: Sequence[str], name: str | None = None) -> JavaProcess:
+        """Starts a JVM of `role` (its heap and logback configuration); `name` (default: the role) names its
+        process, output file and user.home."""
+        name = name or role
+        log = self.work_dir / f"{name}.out"
+        user_home = self.work_dir / f"{name}-home"
         user_home.mkdir(exist_ok=True)
         cmd = _java_cmd(self._tools, role, self.dist.classpath, user_home)
         cmd += [f"-Drocketmq.home.dir={self.home}"]
@@ -449,11 +526,12 @@ class Cluster:
         if self.dist.major >= 5:
             cmd += [f"-Drmq.logback.configurationFile=rmq.{role}.logback.xml"]
         else:
+            # one file per role under ROCKETMQ_HOME: a 4.x cluster's brokers share broker.log
             conf = {"namesrv": "logback_namesrv.xml", "broker": "logback_broker.xml"}[role]
             (self.home / "conf" / conf).write_text(LOGBACK_4X.format(log=self.work_dir / f"{role}.log"))
         cmd += [main, *args]
         env = {**os.environ, "ROCKETMQ_HOME": str(self.home)}
-        proc = spawn_java(role, cmd, log, user_home, env)
+        proc = spawn_java(name, cmd, log, user_home, env)
         self.processes.append(proc)
         return proc
 
@@ -561,8 +639,9 @@ class Cluster:
     def update_topic(
         self, name: str, queues: int = 8, message_type: str | None = None, timeout: float = 30
     ) -> None:
-        """What `mqadmin updateTopic` sends (UPDATE_AND_CREATE_TOPIC to the broker), without a JVM start,
-        then waits until the name server routes the topic. For tests creating many topics."""
+        """What `mqadmin updateTopic -c` sends (UPDATE_AND_CREATE_TOPIC to every broker, `queues` on each),
+        without a JVM start, then waits until the name server routes the topic on all of them. For tests
+        creating many topics."""
         ext = {
             "topic": name,
             "defaultTopic": "TBW102",
@@ -575,19 +654,32 @@ class Cluster:
         }
         if message_type and self.dist.major >= 5:
             ext["attributes"] = f"+message.type={message_type}"
-        head, _ = remoting_call(
-            self.broker_addr, UPDATE_AND_CREATE_TOPIC, ext, timeout=10, credentials=self.admin_credentials
-        )
-        if head.get("code") != 0:
-            raise RuntimeError(f"UPDATE_AND_CREATE_TOPIC {name}: {head.get('code')} {head.get('remark')}")
+        for addr in self.broker_addrs:
+            head, _ = remoting_call(
+                addr, UPDATE_AND_CREATE_TOPIC, ext, timeout=10, credentials=self.admin_credentials
+            )
+            if head.get("code") != 0:
+                raise RuntimeError(
+                    f"UPDATE_AND_CREATE_TOPIC {name} on {addr}: {head.get('code')} {head.get('remark')}"
+                )
         deadline = time.monotonic() + timeout
-        while remoting_call(self.namesrv, GET_ROUTEINFO_BY_TOPIC, {"topic": name})[0].get("code") != 0:
+        while len(self.routed_brokers(name)) < self.brokers:
             if time.monotonic() > deadline:
-                raise RuntimeError(f"the name server has no route for {name} after {timeout} s")
+                raise RuntimeError(
+                    f"the name server routes {name} to {self.routed_brokers(name)} after {timeout} s, "
+                    f"not to all of {self.broker_names}"
+                )
             time.sleep(0.1)
 
+    def routed_brokers(self, topic: str) -> list[str]:
+        """The broker names the name server's route of `topic` lists (none while it has no route)."""
+        head, body = remoting_call(self.namesrv, GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+        if head.get("code") != 0:
+            return []
+        return sorted({q.broker_name for q in TopicRouteData.from_json(body).queue_datas})
+
     def update_group(self, group: str, retry_max_times: int = 16, orderly: bool = False) -> None:
-        """What `mqadmin updateSubGroup` sends (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP to the broker)."""
+        """What `mqadmin updateSubGroup -c` sends (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP to every broker)."""
         config = {
             "groupName": group,
             "consumeEnable": True,
@@ -600,18 +692,20 @@ class Cluster:
             "whichBrokerWhenConsumeSlowly": 1,
             "notifyConsumerIdsChangedEnable": True,
         }
-        head, _ = remoting_call(
-            self.broker_addr,
-            UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
-            {},
-            json.dumps(config).encode(),
-            timeout=10,
-            credentials=self.admin_credentials,
-        )
-        if head.get("code") != 0:
-            raise RuntimeError(
-                f"UPDATE_AND_CREATE_SUBSCRIPTIONGROUP {group}: {head.get('code')} {head.get('remark')}"
+        for addr in self.broker_addrs:
+            head, _ = remoting_call(
+                addr,
+                UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+                {},
+                json.dumps(config).encode(),
+                timeout=10,
+                credentials=self.admin_credentials,
             )
+            if head.get("code") != 0:
+                raise RuntimeError(
+                    f"UPDATE_AND_CREATE_SUBSCRIPTIONGROUP {group} on {addr}: {head.get('code')} "
+                    f"{head.get('remark')}"
+                )
 
     # -- Java drivers
     def drivers_dir(self) -> Path:
@@ -691,7 +785,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     s = sub.add_parser("start", help="start a cluster and keep it running until Ctrl-C")
     s.add_argument("--version", default=ROCKETMQ5_VERSION)
     s.add_argument("--no-proxy", action="store_true")
-    s.add_argument("--topic", action="append", default=[], help="NAME[:QUEUES[:MESSAGE_TYPE]] to create")
+    s.add_argument("--brokers", type=int, default=1, help="masters in the cluster (broker-a, broker-b, ...)")
+    s.add_argument(
+        "--topic",
+        action="append",
+        default=[],
+        help="NAME[:QUEUES[:MESSAGE_TYPE]] to create (QUEUES on each broker)",
+    )
     s.add_argument("--dir", help="work directory (default: a new temporary one)")
     sub.add_parser("versions", help="print the pinned versions and the cache location")
     a = p.parse_args(argv)
@@ -713,7 +813,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     dist = fetch(a.version)
     work = Path(a.dir) if a.dir else Path(tempfile.mkdtemp(prefix=f"rocketmq-{a.version}-"))
-    cluster = Cluster(dist, work, with_proxy=False if a.no_proxy else None)
+    cluster = Cluster(dist, work, with_proxy=False if a.no_proxy else None, brokers=a.brokers)
     cluster.start()
     try:
         topics = []
@@ -724,7 +824,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             cluster.create_topics(topics)
         print(f"RocketMQ {a.version} started in {cluster.start_seconds:.1f} s (work dir {work})")
         print(f"name server: {cluster.namesrv}")
-        print(f"broker: {cluster.broker_addr}")
+        for name, addr in zip(cluster.broker_names, cluster.broker_addrs, strict=True):
+            print(f"{name}: {addr}")
         if cluster.grpc_port:
             print(f"proxy gRPC (endpoints): {cluster.proxy_endpoint}")
             print(f"proxy remoting: 127.0.0.1:{cluster.proxy_remoting_port}")

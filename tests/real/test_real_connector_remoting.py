@@ -177,24 +177,6 @@ def test_streaming_read_killed_and_restarted_from_its_checkpoint_is_exact(
     assert set(got) == set(expected)
 
 
-def restart_broker(cluster: rc.Cluster) -> None:
-    """Stops the cluster's broker JVM (SIGTERM: a clean shutdown) and starts it again on the same port
-    and store, waiting until it has registered with the name server again."""
-    broker = next(p for p in cluster.processes if p.name == "broker")
-    broker.stop(grace=20)
-    cluster.processes.remove(broker)
-    conf = cluster.work_dir / "broker.conf"
-    proc = cluster._spawn(
-        "broker", "org.apache.rocketmq.broker.BrokerStartup", ["-c", str(conf), "-n", cluster.namesrv]
-    )
-    cluster._wait(
-        proc,
-        lambda: rc.broker_registered(cluster.namesrv, cluster.broker_addr),
-        time.monotonic() + 120,
-        "the restarted broker to register",
-    )
-
-
 def consumer_progress(cluster: rc.Cluster, group: str) -> dict[tuple[str, int], tuple[int, int]]:
     """`mqadmin consumerProgress -g group`: (topic, queue id) → (broker offset, consumer offset)."""
     out = cluster.mqadmin("consumerProgress", "-g", group, check=False)
@@ -245,7 +227,7 @@ def test_broker_restart_mid_stream_and_group_offsets_in_consumer_progress(
 
     try:
         wait_rows(len(expected), 180)
-        restart_broker(real_cluster)
+        real_cluster.restart_broker()
         expected += send_orders(spark, real_cluster, topic, 1000, "b")
         wait_rows(len(expected), 240)
         assert query.isActive and query.exception() is None

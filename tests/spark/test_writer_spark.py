@@ -4,7 +4,6 @@ bad input fails with a clear message; FIFO groups, delayed delivery and every op
 
 from __future__ import annotations
 
-import threading
 import time
 
 import pyarrow as pa
@@ -16,7 +15,7 @@ from pyspark.sql import functions as F
 from broker_emulator import Emulator
 from tests.support.helpers import unique_name
 from tests.support.targets import connect_options, target_of
-from tests.support.writing import assert_even, bodies, broker_count, read_topic
+from tests.support.writing import assert_even, bodies, broker_count, read_topic, spark_thread
 
 N = 100_000
 
@@ -98,22 +97,11 @@ def test_broker_down_mid_write(protocol, spark: SparkSession, faulty: Emulator) 
     errors: list[BaseException] = []
 
     def run() -> None:
-        # a Python data source resolves through the JVM thread's active session, which a new thread lacks
-        jvm = spark._jvm  # type: ignore[attr-defined]
-        jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)  # type: ignore[attr-defined]
-        try:
-            write(
-                numbered(spark, n),
-                target_of(faulty, protocol),
-                topic,
-                batchSize="100",
-                maxInFlightRequests="2",
-            )
-        except BaseException as e:
-            errors.append(e)
+        write(
+            numbered(spark, n), target_of(faulty, protocol), topic, batchSize="100", maxInFlightRequests="2"
+        )
 
-    thread = threading.Thread(target=run)
-    thread.start()
+    thread = spark_thread(spark, run, errors)
     deadline = time.monotonic() + 120
     while stored_on(faulty, topic, "broker-b") < 2000:
         assert thread.is_alive() and time.monotonic() < deadline, (

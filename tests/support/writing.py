@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+from typing import Any
+
 import pyarrow as pa
 
 from connector.clients import PullStatus, get_client
@@ -46,3 +50,20 @@ def assert_even(tables: dict[tuple[str, int], pa.Table], tolerance: float = 0.25
     mean = sum(c.values()) / len(c)
     off = {k: v for k, v in c.items() if abs(v - mean) > tolerance * mean}
     assert not off, f"queues off the mean {mean:.0f} by more than {tolerance:.0%}: {off} (all: {c})"
+
+
+def spark_thread(spark: Any, target: Callable[[], None], errors: list[BaseException]) -> threading.Thread:
+    """A started thread running `target` (a Spark job, e.g. a write while a test injects a fault), its
+    exception appended to `errors`. A Python data source resolves through the JVM thread's active session,
+    which a new thread lacks: the thread sets it first."""
+
+    def run() -> None:
+        spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
+        try:
+            target()
+        except BaseException as e:
+            errors.append(e)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
