@@ -624,6 +624,17 @@ class Cluster:
                 if "success" not in out.lower():
                     raise RuntimeError(f"mqadmin {' '.join(c)} did not succeed:\n{out}")
 
+    def consumer_progress(self, group: str, topic: str) -> dict[tuple[str, int], tuple[int, int]]:
+        """`mqadmin consumerProgress -g group`, `topic`'s rows: (broker, queue id) → (broker offset, consumer
+        offset)."""
+        out = self.mqadmin("consumerProgress", "-g", group, check=False)
+        rows = {}
+        for line in out.splitlines():
+            parts = line.split()
+            if len(parts) >= 5 and parts[0] == topic and parts[2].isdigit():
+                rows[(parts[1], int(parts[2]))] = (int(parts[3]), int(parts[4]))
+        return rows
+
     def create_group(self, group: str, retry_max_times: int | None = None, orderly: bool = False) -> None:
         """`mqadmin updateSubGroup`: the group's retries before its DLQ (gRPC consumers get
         retry_max_times + 1 deliveries) and its FIFO (`consumeMessageOrderly`) mode."""

@@ -177,17 +177,6 @@ def test_streaming_read_killed_and_restarted_from_its_checkpoint_is_exact(
     assert set(got) == set(expected)
 
 
-def consumer_progress(cluster: rc.Cluster, group: str) -> dict[tuple[str, int], tuple[int, int]]:
-    """`mqadmin consumerProgress -g group`: (topic, queue id) → (broker offset, consumer offset)."""
-    out = cluster.mqadmin("consumerProgress", "-g", group, check=False)
-    rows: dict[tuple[str, int], tuple[int, int]] = {}
-    for line in out.splitlines():
-        parts = line.split()
-        if len(parts) >= 5 and parts[0].startswith("remoting-") and parts[2].isdigit():
-            rows[(parts[0], int(parts[2]))] = (int(parts[3]), int(parts[4]))
-    return rows
-
-
 def test_broker_restart_mid_stream_and_group_offsets_in_consumer_progress(
     spark: SparkSession, real_cluster: rc.Cluster, tmp_path
 ) -> None:
@@ -234,7 +223,7 @@ def test_broker_restart_mid_stream_and_group_offsets_in_consumer_progress(
         # the end offsets of the last batch are committed to the group when the next batch starts planning
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            progress = consumer_progress(real_cluster, group)
+            progress = real_cluster.consumer_progress(group, topic)
             if (
                 progress
                 and all(b == c for b, c in progress.values())
@@ -247,13 +236,13 @@ def test_broker_restart_mid_stream_and_group_offsets_in_consumer_progress(
     got = [r["order_id"] for r in committed_rows(output, ["order_id"])]
     assert len(got) == len(set(got)), f"{len(got) - len(set(got))} duplicated rows"
     assert set(got) == set(expected)
-    progress = consumer_progress(real_cluster, group)
+    progress = real_cluster.consumer_progress(group, topic)
     assert {k[1] for k in progress} == {0, 1, 2, 3}, progress
     assert all(b == c for b, c in progress.values()), f"lag left in consumerProgress: {progress}"
     assert sum(b for b, _ in progress.values()) == len(expected)
     rc.evidence(
         f"RocketMQ {real_cluster.dist.version}: consumerProgress of {group}: "
-        + json.dumps({f"{t}/{q}": c for (t, q), (_, c) in sorted(progress.items())})
+        + json.dumps({f"{b}/{q}": c for (b, q), (_, c) in sorted(progress.items())})
     )
 
 

@@ -19,6 +19,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from tests.real import realcluster as rc
+from tests.support.reading import await_done, reader
 from tests.support.targets import NameServer
 from tests.support.writing import bodies, read_topic, spark_thread
 
@@ -52,17 +53,6 @@ def on_broker(counts: dict[tuple[str, int], int], broker: str) -> int:
     return sum(n for (b, _), n in counts.items() if b == broker)
 
 
-def consumer_progress(cluster: rc.Cluster, group: str, topic: str) -> dict[tuple[str, int], tuple[int, int]]:
-    """`mqadmin consumerProgress -g group`: (broker, queue id) → (broker offset, consumer offset)."""
-    out = cluster.mqadmin("consumerProgress", "-g", group, check=False)
-    rows = {}
-    for line in out.splitlines():
-        parts = line.split()
-        if len(parts) >= 5 and parts[0] == topic and parts[2].isdigit():
-            rows[(parts[1], int(parts[2]))] = (int(parts[3]), int(parts[4]))
-    return rows
-
-
 def test_queues_of_both_brokers_written_read_and_committed(
     spark: SparkSession, two_brokers: rc.Cluster
 ) -> None:
@@ -85,10 +75,7 @@ def test_queues_of_both_brokers_written_read_and_committed(
     )
 
     rows = (
-        spark.read.format("rocketmq")
-        .option("nameServer", cluster.namesrv)
-        .option("topic", topic)
-        .load()
+        reader(spark, NameServer(cluster.namesrv), topic)
         .select("body", "brokerName", "queueId", "queueOffset")
         .toArrow()
         .to_pylist()
@@ -99,29 +86,28 @@ def test_queues_of_both_brokers_written_read_and_committed(
     }
 
     query = (
-        spark.readStream.format("rocketmq")
-        .option("nameServer", cluster.namesrv)
-        .option("topic", topic)
-        .option("consumerGroup", group)
-        .option("startingOffsets", "earliest")
-        .load()
+        reader(
+            spark,
+            NameServer(cluster.namesrv),
+            topic,
+            stream=True,
+            consumerGroup=group,
+            startingOffsets="earliest",
+        )
         .writeStream.format("noop")
         .trigger(availableNow=True)
         .start()
     )
-    try:
-        assert query.awaitTermination(180), "the availableNow stream did not finish within 180 s"
-        assert query.exception() is None
-        assert sum(p["numInputRows"] for p in query.recentProgress) == n
-    finally:
-        query.stop()
+    await_done(query, 180)
+    assert query.exception() is None
+    assert sum(p["numInputRows"] for p in query.recentProgress) == n
     # an availableNow query commits its last batch's end offsets when it stops
     deadline = time.monotonic() + 60
-    progress = consumer_progress(cluster, group, topic)
+    progress = cluster.consumer_progress(group, topic)
     committed = {k: (v, v) for k, v in counts.items()}
     while time.monotonic() < deadline and progress != committed:
         time.sleep(1)
-        progress = consumer_progress(cluster, group, topic)
+        progress = cluster.consumer_progress(group, topic)
     assert progress == committed, progress
     rc.evidence(
         f"RocketMQ {cluster.dist.version} (2 brokers): {n} rows written over {len(counts)} queues of "
