@@ -148,10 +148,22 @@ def tls_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
         yield cluster, cert_file
 
 
+@pytest.fixture(scope="module")
+def emulator_two_brokers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[rc.Cluster]:
+    """The emulator with two brokers (broker-a, broker-b) as a `Cluster`, for the same tests as `two_brokers`."""
+    yield from _emulator_cluster(tmp_path_factory, "emulator-two-brokers", brokers=2)
+
+
 @pytest.fixture(scope="package")
 def emulator_remoting(tmp_path_factory: pytest.TempPathFactory) -> Iterator[rc.Cluster]:
     """The emulator's remoting front end driven by the RocketMQ 5.x client and tools jars
     (tests/real/emulator_target.py)."""
+    yield from _emulator_cluster(tmp_path_factory, "emulator-remoting")
+
+
+def _emulator_cluster(
+    tmp_path_factory: pytest.TempPathFactory, label: str, brokers: int = 1
+) -> Iterator[rc.Cluster]:
     if os.environ.get("ROCKETMQ_REAL", "").strip().lower() in ("skip", "0", "no", "false"):
         pytest.skip("ROCKETMQ_REAL=skip")
     from tests.real.emulator_target import EmulatorCluster
@@ -160,9 +172,10 @@ def emulator_remoting(tmp_path_factory: pytest.TempPathFactory) -> Iterator[rc.C
         dist = rc.fetch(rc.ROCKETMQ5_VERSION)
     except rc.Unavailable as e:
         _unavailable(str(e))
-    cluster = EmulatorCluster(dist, tmp_path_factory.mktemp("emulator-remoting"))
+    cluster = EmulatorCluster(dist, tmp_path_factory.mktemp(label), brokers=brokers)
     cluster.start()
-    rc.evidence(f"emulator (remoting): name server {cluster.namesrv}, broker-a {cluster.broker_addr}")
+    named = ", ".join(f"{n} {a}" for n, a in zip(cluster.broker_names, cluster.broker_addrs, strict=True))
+    rc.evidence(f"emulator (remoting): name server {cluster.namesrv}, {named}")
     try:
         yield cluster
     finally:

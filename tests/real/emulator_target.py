@@ -2,7 +2,7 @@
 tools jars) run against the emulator's remoting name server and brokers instead of a real cluster.
 
 The emulator runs embedded in the test process with the real clusters' test settings (short delay levels,
-transaction check-back after 3 s, one broker `broker-a`, auto-created topics)."""
+transaction check-back after 3 s, `brokers` brokers (broker-a, ...), auto-created topics)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ class EmulatorCluster(rc.Cluster):
         self.work_dir.mkdir(parents=True, exist_ok=True)
         (self.home / "conf").mkdir(parents=True, exist_ok=True)
         self.emulator = Emulator(
-            brokers=1,
+            brokers=self.brokers,
             queues=8,
             auto_create_topics=True,
             delay_levels=DELAY_LEVELS,
@@ -34,7 +34,7 @@ class EmulatorCluster(rc.Cluster):
             acl=self.acl,
         ).start(timeout)
         self.namesrv_port = int(self.emulator.name_server.rsplit(":", 1)[1])
-        self.broker_port = self.emulator.cluster.brokers[0].remoting_port
+        self.broker_ports = [b.remoting_port for b in self.emulator.cluster.brokers]
         return self
 
     def stop(self, grace: float = 3.0) -> None:

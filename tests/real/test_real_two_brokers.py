@@ -1,8 +1,8 @@
 """The connector over `nameServer` against a real RocketMQ 5.x cluster of two masters (broker-a, broker-b),
 4 queues per topic on each: what a one-broker cluster cannot show.
 
-- write: one task's 8,000 rows land on the 8 queues of both brokers; a batch read gives them back with
-  each row's broker; an availableNow stream of a `consumerGroup` commits every queue's
+- write (also against the emulator's two brokers, driven the same way): one task's 8,000 rows land on the
+  8 queues of both brokers; a batch read gives them back with each row's broker; an availableNow stream of a `consumerGroup` commits every queue's
   offset to that queue's own broker (`mqadmin consumerProgress`: no lag on any of the 8);
 - a broker killed (`kill -9`) mid-write: the write succeeds, its later sends go to the other broker, and
   once the killed broker is back every row is there (at-least-once: only requests in flight when it
@@ -26,6 +26,10 @@ from tests.support.writing import bodies, read_topic, spark_thread
 pytestmark = [pytest.mark.realbroker, pytest.mark.timeout(600)]
 
 QUEUES = 4  # on each broker
+
+
+def what(cluster: rc.Cluster) -> str:
+    return "emulator" if hasattr(cluster, "emulator") else f"RocketMQ {cluster.dist.version}"
 
 
 def new_topic(cluster: rc.Cluster) -> str:
@@ -53,10 +57,16 @@ def on_broker(counts: dict[tuple[str, int], int], broker: str) -> int:
     return sum(n for (b, _), n in counts.items() if b == broker)
 
 
+@pytest.fixture(params=["rocketmq5", "emulator"])
+def any_two_brokers(request: pytest.FixtureRequest) -> rc.Cluster:
+    """The real 2-broker cluster, then the emulator's two brokers driven the same way (mqadmin included)."""
+    return request.getfixturevalue("two_brokers" if request.param == "rocketmq5" else "emulator_two_brokers")
+
+
 def test_queues_of_both_brokers_written_read_and_committed(
-    spark: SparkSession, two_brokers: rc.Cluster
+    spark: SparkSession, any_two_brokers: rc.Cluster
 ) -> None:
-    cluster = two_brokers
+    cluster = any_two_brokers
     topic, group, n = new_topic(cluster), f"two-{uuid.uuid4().hex[:8]}", 8_000
     df = spark.range(0, n, numPartitions=1).select(F.format_string("r-%05d", "id").alias("body"))
     df.write.format("rocketmq").option("nameServer", cluster.namesrv).option("topic", topic).mode(
@@ -110,7 +120,7 @@ def test_queues_of_both_brokers_written_read_and_committed(
         progress = cluster.consumer_progress(group, topic)
     assert progress == committed, progress
     rc.evidence(
-        f"RocketMQ {cluster.dist.version} (2 brokers): {n} rows written over {len(counts)} queues of "
+        f"{what(cluster)} (2 brokers): {n} rows written over {len(counts)} queues of "
         f"{cluster.broker_names} ({sorted(counts.values())}), read back exactly; consumerProgress of {group}: "
         f"no lag on {len(progress)} queues"
     )
