@@ -62,6 +62,10 @@ def map_queues(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
     return [f.result() for f in submit_queues(fn, items)]
 
 
+# Topics a running stream found without a route, until they have one again (what discover_queues warned of).
+_unrouted: set[str] = set()
+
+
 def discover_queues(
     client: RocketMQClient, opts: ReaderOptions, *, missing_ok: bool = False
 ) -> dict[MessageQueue, RouteEntry]:
@@ -75,13 +79,23 @@ def discover_queues(
             route = client.route(topic, opts.pull_timeout_ms)
         except RocketMQError as e:
             if e.kind == ErrorKind.TOPIC_NOT_FOUND and missing_ok:
-                log.warning("topic %r no longer exists (%s)", topic, e)
+                if topic not in _unrouted:  # once per outage, not at every trigger
+                    _unrouted.add(topic)
+                    log.warning(
+                        "topic %r has no route now (deleted, or every broker serving it is down or "
+                        "restarting); its queues are left out until it has one (%s)",
+                        topic,
+                        e,
+                    )
                 continue
             if e.kind == ErrorKind.TOPIC_NOT_FOUND:
                 raise ConnectorError(
                     f"topic {topic!r} of option 'topic' does not exist on {opts.client_config.target} ({e})"
                 ) from None
             raise
+        if topic in _unrouted:
+            _unrouted.discard(topic)
+            log.warning("topic %r has a route again", topic)
         found.update((e.queue, e) for e in route if e.readable)
     return {k: found[k] for k in sort_queues(found)}
 

@@ -109,12 +109,14 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         now = time.monotonic()
         present_brokers = {(q.topic, q.broker) for q in self._queues}
         grace_s = max(self.opts.pull_timeout_ms, BROKER_ABSENCE_GRACE_MS) / 1000.0
+        warned: set[tuple[str, str]] = set()  # once per broker, not per queue
         for key in begin.keys() - latest.keys():
             if key not in self._vanished:
                 if (key.topic, key.broker) not in present_brokers:
                     first = self._absent_since.setdefault(key.broker, now)
                     if now - first < grace_s:
-                        if first == now:
+                        if first == now and (key.topic, key.broker) not in warned:
+                            warned.add((key.topic, key.broker))
                             log.warning(
                                 "broker %s is not in the route of topic %r (restarting?); its queues keep their "
                                 "offsets for up to %.0f s",

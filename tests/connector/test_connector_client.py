@@ -588,3 +588,27 @@ def test_tls_with_ca_file(tmp_path) -> None:
                 plain.route("tls_topic", timeout_ms=500)
         finally:
             plain.close()
+
+
+def test_a_stream_warns_once_while_its_topic_has_no_route(rocketmq_emulator, client, caplog) -> None:
+    """A running stream's topic without a route (deleted, or its brokers restarting) is left out with one
+    warning per outage, not one per trigger, and a second when it has a route again."""
+    from connector.positions import discover_queues
+
+    name = unique_name("unrouted")
+    opts = parse_reader_options({"endpoints": rocketmq_emulator.endpoints, "topic": name}, streaming=True)
+    with caplog.at_level("WARNING", logger="connector.positions"):
+        assert discover_queues(client, opts, missing_ok=True) == {}
+        assert discover_queues(client, opts, missing_ok=True) == {}
+        rocketmq_emulator.create_topic(name, queues=2)
+        assert len(discover_queues(client, opts, missing_ok=True)) == 2 * len(rocketmq_emulator.brokers)
+        assert len(discover_queues(client, opts, missing_ok=True)) == 2 * len(rocketmq_emulator.brokers)
+    said = [r.getMessage() for r in caplog.records if name in r.getMessage()]
+    assert len(said) == 2, said
+    assert "has no route now (deleted, or every broker serving it is down or restarting)" in said[0]
+    assert said[1] == f"topic {name!r} has a route again"
+    batch = parse_reader_options(
+        {"endpoints": rocketmq_emulator.endpoints, "topic": name + "x"}, streaming=False
+    )
+    with pytest.raises(ConnectorError, match=f"topic '{name}x' of option 'topic' does not exist"):
+        discover_queues(client, batch)  # a read's missing topic is an error
