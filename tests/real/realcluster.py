@@ -665,14 +665,7 @@ class Cluster:
         }
         if message_type and self.dist.major >= 5:
             ext["attributes"] = f"+message.type={message_type}"
-        for addr in self.broker_addrs:
-            head, _ = remoting_call(
-                addr, UPDATE_AND_CREATE_TOPIC, ext, timeout=10, credentials=self.admin_credentials
-            )
-            if head.get("code") != 0:
-                raise RuntimeError(
-                    f"UPDATE_AND_CREATE_TOPIC {name} on {addr}: {head.get('code')} {head.get('remark')}"
-                )
+        self._on_every_broker(UPDATE_AND_CREATE_TOPIC, ext, b"", f"UPDATE_AND_CREATE_TOPIC {name}")
         deadline = time.monotonic() + timeout
         while len(self.routed_brokers(name)) < self.brokers:
             if time.monotonic() > deadline:
@@ -703,20 +696,17 @@ class Cluster:
             "whichBrokerWhenConsumeSlowly": 1,
             "notifyConsumerIdsChangedEnable": True,
         }
+        body = json.dumps(config).encode()
+        self._on_every_broker(
+            UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {}, body, f"UPDATE_AND_CREATE_SUBSCRIPTIONGROUP {group}"
+        )
+
+    def _on_every_broker(self, code: int, ext: dict, body: bytes, what: str) -> None:
+        """One admin request to every broker (signed with `admin_credentials`); fails on any non-0 answer."""
         for addr in self.broker_addrs:
-            head, _ = remoting_call(
-                addr,
-                UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
-                {},
-                json.dumps(config).encode(),
-                timeout=10,
-                credentials=self.admin_credentials,
-            )
+            head, _ = remoting_call(addr, code, ext, body, timeout=10, credentials=self.admin_credentials)
             if head.get("code") != 0:
-                raise RuntimeError(
-                    f"UPDATE_AND_CREATE_SUBSCRIPTIONGROUP {group} on {addr}: {head.get('code')} "
-                    f"{head.get('remark')}"
-                )
+                raise RuntimeError(f"{what} on {addr}: {head.get('code')} {head.get('remark')}")
 
     # -- Java drivers
     def drivers_dir(self) -> Path:
