@@ -36,7 +36,9 @@ def render(rows: list[Row]) -> str:
     lines = [head, "-" * len(head)]
     for r in rows:
         fig = (
-            f"{r.figure:,.2f}"
+            f"{r.figure:,.3f}"
+            if r.unit == "×"
+            else f"{r.figure:,.2f}"
             if r.unit in ("s", "µs/row", "µs/msg")
             else f"{r.figure:,.1f}"
             if r.unit in ("ms", "MiB")
