@@ -112,6 +112,23 @@ def test_a_failed_stack_run_is_reported_and_the_others_kept():
     assert stacks.as_json([stack])[0]["failures"] == stack.failures
 
 
+def test_a_reads_round_ratio_pairs_each_run_with_its_ceilings_run_of_the_same_round():
+    """The median of per-round ratios, not the ratio of the best runs: a ceiling whose best run came in a
+    quiet moment the read did not share does not set it."""
+    from benchmarks.run import kept_and_logged, round_ratio_rows
+
+    rates: dict[str, list[float]] = {"ceiling": [], "gRPC": [], "stream ceiling": [], "stream": []}
+    logged: list[float] = []
+    for ceiling, read in ((1.0, 0.9), (2.0, 1.0), (1.2, 1.14)):  # round 2: a quiet moment for the ceiling
+        for key, rate in (("ceiling", ceiling), ("gRPC", read)):
+            kept_and_logged(rates[key], lambda r, _spent: logged.append(r))(rate, {})
+    assert logged == [1.0, 0.9, 2.0, 1.0, 1.2, 1.14]
+    rows = round_ratio_rows(rates)
+    assert [r.measure for r in rows] == ["batch read: median of the rounds' ratios to the ceiling"]
+    assert rows[0].figure == pytest.approx(0.9)  # of 0.9, 0.5 and 0.95; best against best: 1.14 / 2.0
+    assert rows[0].unit == "×" and rows[0].passed is None
+
+
 def test_a_failed_jvm_call_is_reported_with_its_java_exception_and_root_cause():
     """A Py4JJavaError's first line only names the JVM call ("calling o5817.get", all a full run once
     recorded of a failed Kafka write); the reason keeps the Java exception and its last cause as well."""
