@@ -97,6 +97,12 @@ ROUND_RATIOS = (
     ("nameServer stream", "stream ceiling", "stream read (nameServer)"),
 )
 
+
+def round_ratio_measure(read: str) -> str:
+    """The row name of `read`'s median round ratio (`round_ratio_rows`)."""
+    return f"{read}: median of the rounds' ratios to the ceiling"
+
+
 # Every row a full run prints, in order.
 MEASURES = (
     "raw batched send",
@@ -131,7 +137,7 @@ MEASURES = (
     "stream read → noop",
     "batch read → noop (nameServer)",
     "stream read → noop (nameServer)",
-    *(f"{name}: median of the rounds' ratios to the ceiling" for _, _, name in ROUND_RATIOS),
+    *(round_ratio_measure(name) for _, _, name in ROUND_RATIOS),
     "stream read ceiling: Python CPU",
     "read ceiling: Python CPU",
     "read ceiling: Spark JVM CPU",
@@ -446,7 +452,7 @@ def round_ratio_rows(rates: dict[str, list[float]]) -> list[Row]:
         pairs = list(zip(rates.get(key, []), rates.get(ceiling_key, []), strict=False))
         if pairs:
             ratio = statistics.median(ours / ceiling for ours, ceiling in pairs)
-            rows.append(Row(f"{name}: median of the rounds' ratios to the ceiling", ratio, "×", "—"))
+            rows.append(Row(round_ratio_measure(name), ratio, "×", "—"))
     return rows
 
 
