@@ -43,7 +43,7 @@ class CeilingPartition(InputPartition):
 NAME_SERVER_PREFIX = "nameServer="  # marks a remoting target among the endpoints strings below
 
 
-def _pulled_batch(endpoints: str, topic: str, rows: int) -> tuple[pa.RecordBatch, list[int]]:
+def pulled_batch(endpoints: str, topic: str, rows: int) -> tuple[pa.RecordBatch, list[int]]:
     """One pull of up to `rows` messages of the topic's first queue in the reader's schema, and every
     queue's message count."""
     from connector.clients import get_client
@@ -81,7 +81,7 @@ class CeilingReader(DataSourceReader):
 
 
 def _plan(endpoints: str, topic: str, batch_rows: int) -> list[InputPartition]:
-    batch, counts = _pulled_batch(endpoints, topic, batch_rows)
+    batch, counts = pulled_batch(endpoints, topic, batch_rows)
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, batch.schema) as w:
         w.write_batch(batch)

@@ -41,6 +41,7 @@ from benchmarks import (
     official_client,
     raw_throughput,
     real_remoting,
+    socket_ceiling,
     spark_reads,
     stacks,
 )
@@ -92,6 +93,7 @@ GROUPS = (
 # Each read against its ceiling, for the rows of their rounds' ratios: (read, ceiling, the row's name).
 ROUND_RATIOS = (
     ("gRPC", "ceiling", "batch read"),
+    ("socket ceiling", "ceiling", "read ceiling over a socket"),
     ("nameServer", "ceiling", "batch read (nameServer)"),
     ("stream", "stream ceiling", "stream read"),
     ("nameServer stream", "stream ceiling", "stream read (nameServer)"),
@@ -133,6 +135,7 @@ MEASURES = (
     "first write: one-time cost, JVM noop sink",
     "read ceiling (Arrow from memory)",
     "batch read → noop",
+    "read ceiling over a socket (same batches, plain TCP, × ceiling)",
     "stream read ceiling (same, as a stream)",
     "stream read → noop",
     "batch read → noop (nameServer)",
@@ -389,16 +392,21 @@ def run(
 
 
 def read_measures(
-    spark: SparkSession, endpoints: str, name_server: str | None, n: int
+    spark: SparkSession, endpoints: str, name_server: str | None, n: int, batch_server: str
 ) -> dict[str, tuple[str, Callable[[], float]]]:
     """The Spark reads of the main table, in the order they run: key → (what the log calls it, the read:
-    messages/s). The `nameServer` reads only with a `name_server`."""
+    messages/s). The `nameServer` reads only with a `name_server`; `batch_server`: the socket ceiling's
+    (`benchmarks.socket_ceiling.BatchServer`)."""
     reads: dict[str, tuple[str, Callable[[], float]]] = {
         "ceiling": (
             f"ceiling: {n:,} rows from memory",
             lambda: spark_reads.ceiling_read(spark, endpoints, TOPIC, n),
         ),
         "gRPC": (f"batch read of {n:,}", lambda: spark_reads.batch_read(spark, endpoints, TOPIC, n)),
+        "socket ceiling": (
+            f"socket ceiling: {n:,} rows from a server over plain TCP",
+            lambda: spark_reads.socket_ceiling_read(spark, endpoints, TOPIC, n, batch_server),
+        ),
         "stream ceiling": (
             f"stream ceiling: {n:,} rows from memory in one availableNow micro-batch",
             lambda: spark_reads.ceiling_stream_read(spark, endpoints, TOPIC, n),
@@ -619,6 +627,79 @@ def prepare_stacks(
     return [grpc, remoting, rocketmq, kafka]
 
 
+def read_rows(
+    args: argparse.Namespace,
+    spark: SparkSession,
+    endpoints: str,
+    batch_server: socket_ceiling.BatchServer,
+    log: Callable[[str], None],
+    emulator_pid: int | None,
+) -> list[Row]:
+    """The reads and their ceilings, interleaved round by round: the best run of each against its ceiling,
+    the rounds' median ratios and the batch reads' CPU per process group (the socket ceiling's server
+    counts as its "emulator")."""
+    rows: list[Row] = []
+    n = args.messages
+    ns = raw_throughput.NAME_SERVER if "remoting" in args.groups else None
+    reads = read_measures(spark, endpoints, ns, n, batch_server.address)
+    servers = {"socket ceiling": batch_server.pid}
+    best = dict.fromkeys(reads, 0.0)
+    read_cpu: dict[str, dict[str, float]] = {key: {} for key in reads}  # µs/msg of each best run
+    rates: dict[str, list[float]] = {key: [] for key in reads}  # every timed run's, round by round
+    # One untimed run of each first: a session's first full-size reads run on a cold JIT (the ceiling
+    # took 1.5 s in its first run and 0.6 s in its second), so the best of two would be one warm run.
+    log("warm-up: each read once, untimed (Python workers, imports, Spark's JIT)")
+    for label, read in reads.values():
+        log(f"  {label}")
+        read()
+    for r in range(args.read_repeat):  # interleaved: a burst of load elsewhere hits one run of each
+        for key, (label, read) in reads.items():
+            log(f"{label} (run {r + 1} of {args.read_repeat})")
+            broker = servers.get(key, emulator_pid)
+            best[key] = best_with_cpu(
+                best[key],
+                read,
+                broker,
+                n,
+                read_cpu[key],
+                kept_and_logged(rates[key], run_logger(log, " msgs/s")),
+                ignore=[p for p in (emulator_pid, batch_server.pid) if p not in (None, broker)],
+            )
+    ceiling, batch, stream_ceiling, stream = (
+        best[k] for k in ("ceiling", "gRPC", "stream ceiling", "stream")
+    )
+    ns_batch, ns_stream = best.get("nameServer", 0.0), best.get("nameServer stream", 0.0)
+    ceiling_cpu, cpu, ns_cpu = (
+        read_cpu.get(k, {}) for k in ("stream ceiling", "stream", "nameServer stream")
+    )
+    batch_cpu = {k: read_cpu.get(k, {}) for k in ("ceiling", "gRPC", "nameServer")}
+    rows.append(Row("read ceiling (Arrow from memory)", ceiling, "msgs/s", "—"))
+    rows.append(read_row("batch read → noop", batch, ceiling))
+    rows.append(
+        Row(
+            "read ceiling over a socket (same batches, plain TCP, × ceiling)",
+            best["socket ceiling"] / ceiling,
+            "×",
+            "—",
+        )
+    )
+    rows.append(Row("stream read ceiling (same, as a stream)", stream_ceiling, "msgs/s", "—"))
+    rows.append(read_row("stream read → noop", stream, stream_ceiling, "stream ceiling"))
+    if ns:
+        rows.append(read_row("batch read → noop (nameServer)", ns_batch, ceiling))
+        rows.append(read_row("stream read → noop (nameServer)", ns_stream, stream_ceiling, "stream ceiling"))
+    rows += round_ratio_rows(rates)
+    # Spark's Python processes: the read tasks' workers, and per query the data source's planning
+    # and streaming-runner processes (a fixed cost, which the ceiling pays too).
+    rows.append(Row("stream read ceiling: Python CPU", ceiling_cpu.get("python", 0.0), "µs/msg", "—"))
+    rows += batch_cpu_rows(batch_cpu)
+    for label, use in (("stream read", cpu), ("stream read (nameServer)", ns_cpu)):
+        if use:
+            rows.append(Row(f"{label}: emulator CPU", use["emulator"], "µs/msg", "—"))
+            rows.append(Row(f"{label}: Python CPU", use["python"], "µs/msg", "—"))
+    return rows
+
+
 def spark_measures(
     args: argparse.Namespace,
     endpoints: str,
@@ -635,54 +716,8 @@ def spark_measures(
     spark = spark_session("pyspark-rocketmq-benchmarks", extra=real.spark_conf)
     try:
         if "reads" in args.groups:
-            ns = raw_throughput.NAME_SERVER if "remoting" in args.groups else None
-            reads = read_measures(spark, endpoints, ns, n)
-            best = dict.fromkeys(reads, 0.0)
-            read_cpu: dict[str, dict[str, float]] = {key: {} for key in reads}  # µs/msg of each best run
-            rates: dict[str, list[float]] = {key: [] for key in reads}  # every timed run's, round by round
-            # One untimed run of each first: a session's first full-size reads run on a cold JIT (the ceiling
-            # took 1.5 s in its first run and 0.6 s in its second), so the best of two would be one warm run.
-            log("warm-up: each read once, untimed (Python workers, imports, Spark's JIT)")
-            for label, read in reads.values():
-                log(f"  {label}")
-                read()
-            for r in range(args.read_repeat):  # interleaved: a burst of load elsewhere hits one run of each
-                for key, (label, read) in reads.items():
-                    log(f"{label} (run {r + 1} of {args.read_repeat})")
-                    best[key] = best_with_cpu(
-                        best[key],
-                        read,
-                        emulator_pid,
-                        n,
-                        read_cpu[key],
-                        kept_and_logged(rates[key], run_logger(log, " msgs/s")),
-                    )
-            ceiling, batch, stream_ceiling, stream = (
-                best[k] for k in ("ceiling", "gRPC", "stream ceiling", "stream")
-            )
-            ns_batch, ns_stream = best.get("nameServer", 0.0), best.get("nameServer stream", 0.0)
-            ceiling_cpu, cpu, ns_cpu = (
-                read_cpu.get(k, {}) for k in ("stream ceiling", "stream", "nameServer stream")
-            )
-            batch_cpu = {k: read_cpu.get(k, {}) for k in ("ceiling", "gRPC", "nameServer")}
-            rows.append(Row("read ceiling (Arrow from memory)", ceiling, "msgs/s", "—"))
-            rows.append(read_row("batch read → noop", batch, ceiling))
-            rows.append(Row("stream read ceiling (same, as a stream)", stream_ceiling, "msgs/s", "—"))
-            rows.append(read_row("stream read → noop", stream, stream_ceiling, "stream ceiling"))
-            if ns:
-                rows.append(read_row("batch read → noop (nameServer)", ns_batch, ceiling))
-                rows.append(
-                    read_row("stream read → noop (nameServer)", ns_stream, stream_ceiling, "stream ceiling")
-                )
-            rows += round_ratio_rows(rates)
-            # Spark's Python processes: the read tasks' workers, and per query the data source's planning
-            # and streaming-runner processes (a fixed cost, which the ceiling pays too).
-            rows.append(Row("stream read ceiling: Python CPU", ceiling_cpu.get("python", 0.0), "µs/msg", "—"))
-            rows += batch_cpu_rows(batch_cpu)
-            for label, use in (("stream read", cpu), ("stream read (nameServer)", ns_cpu)):
-                if use:
-                    rows.append(Row(f"{label}: emulator CPU", use["emulator"], "µs/msg", "—"))
-                    rows.append(Row(f"{label}: Python CPU", use["python"], "µs/msg", "—"))
+            with socket_ceiling.serving(endpoints, TOPIC) as batch_server:
+                rows += read_rows(args, spark, endpoints, batch_server, log, emulator_pid)
         if "real" in args.groups and args.real_name_server:
             rows += real_remoting.measures(spark, args.real_name_server, n, args.size, args.repeat, log)
         if "write" in args.groups:

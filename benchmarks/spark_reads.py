@@ -18,6 +18,8 @@ import pyarrow as pa
 
 from benchmarks.ceiling import NAME as CEILING_FORMAT
 from benchmarks.ceiling import CeilingSource
+from benchmarks.socket_ceiling import NAME as SOCKET_CEILING_FORMAT
+from benchmarks.socket_ceiling import SocketCeilingSource
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -59,6 +61,21 @@ def ceiling_read(spark: SparkSession, endpoints: str | dict[str, str], topic: st
     """The synthetic ceiling (`benchmarks.ceiling`): the same batches from memory, same partitions."""
     spark.dataSource.register(CeilingSource)
     return batch_read(spark, endpoints, topic, messages, CEILING_FORMAT)
+
+
+def socket_ceiling_read(
+    spark: SparkSession, endpoints: str | dict[str, str], topic: str, messages: int, server: str
+) -> float:
+    """The ceiling's batches sent over plain TCP by `server` (`benchmarks.socket_ceiling`), same partitions."""
+    spark.dataSource.register(SocketCeilingSource)
+    df = (
+        spark.read.format(SOCKET_CEILING_FORMAT)
+        .options(**_reader_options(endpoints, topic), ceilingServer=server)
+        .load()
+    )
+    t0 = time.perf_counter()
+    df.write.format("noop").mode("overwrite").save()
+    return messages / (time.perf_counter() - t0)
 
 
 def ceiling_stream_read(
