@@ -19,12 +19,14 @@ async def pull(
     max_bytes: int | None,
     flt: MessageFilter,
     timeout_s: float,
+    whole_segments: bool = False,
 ) -> GetResult:
-    """Reads; when the queue has nothing new, holds the request until an arrival or the timeout."""
+    """Reads; when the queue has nothing new, holds the request until an arrival or the timeout
+    (`whole_segments`: see `ConsumeQueue.read`)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout_s
     while True:
-        result = store.get(topic, queue_id, offset, max_messages, max_bytes, flt)
+        result = store.get(topic, queue_id, offset, max_messages, max_bytes, flt, whole_segments)
         if result.status != NO_NEW_MSG:
             return result
         remaining = deadline - loop.time()

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import pytest
 
 from broker_emulator import Emulator
+from broker_emulator.core.store.consume_queue import MERGE_BELOW
 from connector.clients.remoting_connection import RemotingConnection
 from rocketmq_protocol.extension import pb
 from rocketmq_protocol.grpc_v2 import definition_pb2 as d
@@ -151,6 +152,23 @@ def test_filtered_scan_is_bounded_and_resumable(topic, stub, puller):
         assert offset < r.next_offset <= 2000
         offset = r.next_offset
     assert pulls > 1, "a single pull should not scan 2,000 filtered entries"
+
+
+def test_a_bulk_pull_ends_where_a_stored_segment_it_would_cut_starts(topic, stub, puller, request):
+    """Two sends of MERGE_BELOW messages are two stored segments. A BulkPull asking for more than the first
+    ends at the second's start (each segment one record batch, never two pieces), and the next starts
+    there; PullMessage returns what it is asked for, as a broker does."""
+    first = send_to_queue(stub, topic, 2, MERGE_BELOW)
+    second = send_to_queue(stub, topic, 2, MERGE_BELOW)
+    assert (first[0], second[0]) == (0, MERGE_BELOW)
+    start = MERGE_BELOW - 10
+    r = puller(topic, 2, start, max_messages=32)
+    if request.node.callspec.params["puller"] == "PullMessage":
+        assert (r.code, r.offsets, r.next_offset) == (d.OK, list(range(start, start + 32)), start + 32)
+        return
+    assert (r.code, r.offsets, r.next_offset) == (d.OK, list(range(start, MERGE_BELOW)), MERGE_BELOW)
+    r = puller(topic, 2, MERGE_BELOW, max_messages=MERGE_BELOW + 1)
+    assert (r.code, r.offsets, r.next_offset) == (d.OK, second, 2 * MERGE_BELOW)
 
 
 def test_empty_queue(topic, puller):

@@ -408,6 +408,29 @@ def test_consume_queue_merges_small_appends_and_keeps_large_ones() -> None:
     assert cq.read(tail + 5, 4).column("queue_offset").to_pylist() == list(range(tail + 5, tail + 9))
 
 
+def test_a_whole_segments_read_ends_where_the_segment_it_would_cut_starts() -> None:
+    """What BulkPull reads: a limit inside a segment ends the read at that segment's start, unless that
+    would leave nothing (a read from inside the segment) or the read reaches the queue's end."""
+    cq = ConsumeQueue("t", 0)
+    offset = 0
+    for _ in range(4):
+        cq.append(plain_columns([f"{offset + i}" for i in range(MERGE_BELOW)]).to_batch(offset, 1), 0, 1)
+        offset += MERGE_BELOW
+    assert [seg.base for seg in cq.segments] == [0, MERGE_BELOW, 2 * MERGE_BELOW, 3 * MERGE_BELOW]
+
+    def offsets(start: int, limit: int) -> tuple[int, int]:
+        column = cq.read(start, limit, whole_segments=True).column("queue_offset")
+        return column[0].as_py(), column[-1].as_py() + 1
+
+    assert offsets(0, 10_000) == (0, 2 * MERGE_BELOW)  # would cut the third segment: ends at its start
+    assert offsets(0, 2 * MERGE_BELOW) == (0, 2 * MERGE_BELOW)  # ends on a boundary already
+    assert offsets(100, 10_000) == (100, 2 * MERGE_BELOW)
+    assert offsets(100, 1_000) == (100, 1_100)  # inside the first segment: as asked
+    assert offsets(2 * MERGE_BELOW, 100_000) == (2 * MERGE_BELOW, offset)  # to the queue's end
+    assert offsets(3 * MERGE_BELOW - 5, 10) == (3 * MERGE_BELOW - 5, 3 * MERGE_BELOW)
+    assert cq.read(0, 10_000).num_rows == 10_000  # without it, the limit as asked
+
+
 def test_add_to_server_answers_send_message_with_raw_bytes(loop: asyncio.AbstractEventLoop) -> None:
     """`add_to_server` serves every MessagingService RPC, SendMessage without re-encoding its response."""
     svc = _service(loop)

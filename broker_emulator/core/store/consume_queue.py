@@ -100,10 +100,17 @@ class ConsumeQueue:
         ts = batch.column(MESSAGE_SCHEMA.get_field_index("store_timestamp"))
         self.last_store_timestamp = ts[n - 1].value
 
-    def read(self, offset: int, limit: int) -> pa.Table:
-        """Rows with offsets in [offset, min(offset+limit, max_offset)): slices of the segments."""
+    def read(self, offset: int, limit: int, whole_segments: bool = False) -> pa.Table:
+        """Rows with offsets in [offset, min(offset+limit, max_offset)): slices of the segments. With
+        `whole_segments`, a read that `limit` cuts inside a segment ends at that segment's start instead
+        when it still holds rows: the next read then starts on a boundary, and neither cuts a segment in two
+        pieces (each piece is one more record batch for the sender and the reader to handle)."""
         end = min(offset + limit, self.max_offset)
         offset = max(offset, self.min_offset)
+        if whole_segments and end < self.max_offset:
+            base = self._bases[bisect.bisect_right(self._bases, end) - 1]
+            if offset < base < end:
+                end = base
         if end <= offset:
             return MESSAGE_SCHEMA.empty_table()
         i = max(bisect.bisect_right(self._bases, offset) - 1, 0)

@@ -247,8 +247,10 @@ class MessageStore:
         max_messages: int,
         max_bytes: int | None = None,
         flt: MessageFilter = MATCH_ALL,
+        whole_segments: bool = False,
     ) -> GetResult:
-        """RocketMQ `getMessage` semantics (docs/protocols.md, 'Pull results'): status, next offset, and the matching rows."""
+        """RocketMQ `getMessage` semantics (docs/protocols.md, 'Pull results'): status, next offset, and the
+        matching rows; `whole_segments`: see `ConsumeQueue.read` (a read of every message only)."""
         with self.lock:
             self.get_count += 1
             cq = self.queues.get((topic, queue_id))
@@ -262,8 +264,10 @@ class MessageStore:
             if offset > hi:
                 return GetResult(OFFSET_ILLEGAL, hi, lo, hi)
             max_messages = max(1, max_messages)
-            scanned = cq.read(
-                offset, max(MIN_SCAN_ENTRIES, max_messages) if not flt.match_all else max_messages
+            scanned = (
+                cq.read(offset, max_messages, whole_segments)
+                if flt.match_all
+                else cq.read(offset, max(MIN_SCAN_ENTRIES, max_messages))
             )
         n = scanned.num_rows
         mask = flt.mask(scanned)
