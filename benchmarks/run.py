@@ -395,8 +395,8 @@ def read_measures(
     spark: SparkSession, endpoints: str, name_server: str | None, n: int, batch_server: str
 ) -> dict[str, tuple[str, Callable[[], float]]]:
     """The Spark reads of the main table, in the order they run: key → (what the log calls it, the read:
-    messages/s). The `nameServer` reads only with a `name_server`; `batch_server`: the socket ceiling's
-    (`benchmarks.socket_ceiling.BatchServer`)."""
+    messages/s). The `nameServer` reads only with a `name_server`; `batch_server`: the address of the
+    socket ceiling's server (`benchmarks.socket_ceiling.serving`)."""
     reads: dict[str, tuple[str, Callable[[], float]]] = {
         "ceiling": (
             f"ceiling: {n:,} rows from memory",

@@ -3,15 +3,15 @@ server process that does nothing else.
 
 `format("bench_socket_ceiling")` plans as `bench_ceiling` does (one partition per queue, each its queue's
 message count) and takes one more option, `ceilingServer` (`host:port` of `serving`). A read task
-connects, asks for its partition's rows and reads back answers of up to `pull_rows` rows, each a whole
+connects, asks for its partition's rows and reads back answers of up to PULL_ROWS rows, each a whole
 Arrow IPC stream of the ceiling's 8,192-row batch (its last cut short), read into one buffer as a pull's
 answer is, the next one read by a second thread while these are yielded (as a read task keeps its next
 pull in flight); it yields the batches without converting them. The server holds the answers ready and
 writes them back to back with no request per answer.
 
-So it measures what no broker can do better than on this machine: the ceiling plus moving the reader's
-own batches from another process over a socket on the same two cores. Its rate over the ceiling's is the
-best ratio any read over a socket can reach here.
+So it measures the ceiling plus only moving the reader's own batches from another process over a socket
+on the same two cores: no broker's work, no decoding, no conversion. Its rate over the ceiling's is what a
+read over a socket would reach here if moving the bytes were all it did.
 """
 
 from __future__ import annotations
@@ -60,9 +60,9 @@ def _answer(batch: pa.RecordBatch, rows: int) -> bytes:
     return _LENGTH.pack(body.size) + body.to_pybytes()
 
 
-def _serve(port_out: mp.Queue, batch_ipc: bytes, pull_rows: int) -> None:
+def _serve(port_out: mp.Queue, batch_ipc: bytes) -> None:
     batch = pa.ipc.open_stream(batch_ipc).read_next_batch()
-    full = _answer(batch, pull_rows)
+    full = _answer(batch, PULL_ROWS)
     tails: dict[int, bytes] = {}
 
     class Handler(socketserver.BaseRequestHandler):
@@ -72,8 +72,8 @@ def _serve(port_out: mp.Queue, batch_ipc: bytes, pull_rows: int) -> None:
                 return
             (left,) = _ROWS.unpack(head)
             while left > 0:
-                take = min(left, pull_rows)
-                if take == pull_rows:
+                take = min(left, PULL_ROWS)
+                if take == PULL_ROWS:
                     self.request.sendall(full)
                 else:
                     if take not in tails:
@@ -97,16 +97,16 @@ class BatchServer:
 
 
 @contextmanager
-def serving(endpoints: str, topic: str, pull_rows: int = PULL_ROWS) -> Iterator[BatchServer]:
+def serving(endpoints: str, topic: str) -> Iterator[BatchServer]:
     """`with serving(endpoints, topic) as server:` a server process holding the ceiling's batch of the
     topic (as `bench_ceiling` plans it), stopped by its pid on leaving."""
-    batch, _ = pulled_batch(endpoints, topic, min(pull_rows, ARROW_BATCH_ROWS))
+    batch, _ = pulled_batch(endpoints, topic, min(PULL_ROWS, ARROW_BATCH_ROWS))
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, batch.schema) as w:
         w.write_batch(batch)
     ctx = mp.get_context("spawn")  # the caller runs Spark's gateway threads: no fork
     ports: mp.Queue = ctx.Queue()
-    proc = ctx.Process(target=_serve, args=(ports, sink.getvalue().to_pybytes(), pull_rows), daemon=True)
+    proc = ctx.Process(target=_serve, args=(ports, sink.getvalue().to_pybytes()), daemon=True)
     proc.start()
     try:
         yield BatchServer(f"127.0.0.1:{ports.get(timeout=60)}", proc.pid)

@@ -163,7 +163,9 @@ async def bulk_pull_reply(
     n = min(max(request.max_messages, 1), BULK_MAX_MESSAGES)
     max_bytes = request.max_bytes if request.max_bytes > 0 else BULK_DEFAULT_MAX_BYTES
     # Whole stored segments: each is one record batch in the answer and one batch handed to Spark.
-    result = await pull(store, polling, topic, qid, request.offset, n, max_bytes, flt, max(wait_s, 0.0), True)
+    result = await pull(
+        store, polling, topic, qid, request.offset, n, max_bytes, flt, max(wait_s, 0.0), whole_segments=True
+    )
     code, msg = pull_status(result)
     rows = without_system_properties(result.table) if result.table is not None else None
     return encode_response(
