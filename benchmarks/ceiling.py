@@ -82,11 +82,16 @@ class CeilingReader(DataSourceReader):
 
 def _plan(endpoints: str, topic: str, batch_rows: int) -> list[InputPartition]:
     batch, counts = pulled_batch(endpoints, topic, batch_rows)
+    ipc = batch_ipc(batch)
+    return [CeilingPartition(ipc, n) for n in counts]
+
+
+def batch_ipc(batch: pa.RecordBatch) -> bytes:
+    """`batch` as an Arrow IPC stream of its own: how it travels to a worker or a server process."""
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, batch.schema) as w:
         w.write_batch(batch)
-    ipc = sink.getvalue().to_pybytes()
-    return [CeilingPartition(ipc, n) for n in counts]
+    return sink.getvalue().to_pybytes()
 
 
 def _serve(partition: InputPartition) -> Iterator[pa.RecordBatch]:

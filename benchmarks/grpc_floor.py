@@ -31,6 +31,7 @@ import grpc
 import psutil
 
 from benchmarks.cpu_time import client_cpu
+from benchmarks.socket_io import read_into
 
 _METHOD = "/bench.Floor/Call"
 _LIMIT = 64 << 20
@@ -158,15 +159,6 @@ def _serve_socket(port_out: mp.Queue, answer_bytes: int) -> None:
     asyncio.run(main())
 
 
-def _read_exact(sock: socket.socket, view: memoryview) -> None:
-    got = 0
-    while got < len(view):
-        n = sock.recv_into(view[got:])
-        if not n:
-            raise ConnectionError("the floor server closed the connection")
-        got += n
-
-
 @contextmanager
 def _socket_caller(port: int, size: int) -> Iterator[Callable[[int], None]]:
     def calls(count: int) -> None:
@@ -174,11 +166,11 @@ def _socket_caller(port: int, size: int) -> Iterator[Callable[[int], None]]:
             head = bytearray(4)
             for _ in range(count):
                 sock.sendall(b"pull")
-                _read_exact(sock, memoryview(head))
+                read_into(sock, memoryview(head))
                 (length,) = struct.unpack(">I", head)
                 if length != size:
                     raise RuntimeError("the floor server answered a response of another size")
-                _read_exact(sock, memoryview(bytearray(length)))
+                read_into(sock, memoryview(bytearray(length)))
 
     yield calls
 

@@ -29,7 +29,8 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from benchmarks.ceiling import CeilingReader, pulled_batch
+from benchmarks.ceiling import CeilingReader, batch_ipc, pulled_batch
+from benchmarks.socket_io import read_exact
 from connector.options import DEFAULT_PULL_BATCH_SIZE
 from connector.schema import ARROW_BATCH_ROWS
 from connector.worker_heap import freeze_worker_heap
@@ -101,29 +102,15 @@ def serving(endpoints: str, topic: str) -> Iterator[BatchServer]:
     """`with serving(endpoints, topic) as server:` a server process holding the ceiling's batch of the
     topic (as `bench_ceiling` plans it), stopped by its pid on leaving."""
     batch, _ = pulled_batch(endpoints, topic, min(PULL_ROWS, ARROW_BATCH_ROWS))
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, batch.schema) as w:
-        w.write_batch(batch)
     ctx = mp.get_context("spawn")  # the caller runs Spark's gateway threads: no fork
     ports: mp.Queue = ctx.Queue()
-    proc = ctx.Process(target=_serve, args=(ports, sink.getvalue().to_pybytes()), daemon=True)
+    proc = ctx.Process(target=_serve, args=(ports, batch_ipc(batch)), daemon=True)
     proc.start()
     try:
         yield BatchServer(f"127.0.0.1:{ports.get(timeout=60)}", proc.pid)
     finally:
         proc.kill()
         proc.join(10)
-
-
-def _read_exact(sock: socket.socket, size: int) -> bytearray:
-    buf = bytearray(size)
-    view, got = memoryview(buf), 0
-    while got < size:
-        n = sock.recv_into(view[got:])
-        if not n:
-            raise ConnectionError("the socket ceiling's server closed the connection")
-        got += n
-    return buf
 
 
 class SocketCeilingReader(DataSourceReader):
@@ -147,8 +134,8 @@ class SocketCeilingReader(DataSourceReader):
         ):
 
             def answer() -> bytearray:
-                (size,) = _LENGTH.unpack(_read_exact(sock, _LENGTH.size))
-                return _read_exact(sock, size)
+                (size,) = _LENGTH.unpack(read_exact(sock, _LENGTH.size))
+                return read_exact(sock, size)
 
             sock.sendall(_ROWS.pack(partition.rows))
             answers = -(-partition.rows // PULL_ROWS)

@@ -48,10 +48,15 @@ def _reader_options(endpoints: str | dict[str, str], topic: str) -> dict[str, st
 
 
 def batch_read(
-    spark: SparkSession, endpoints: str | dict[str, str], topic: str, messages: int, fmt: str = "rocketmq"
+    spark: SparkSession,
+    endpoints: str | dict[str, str],
+    topic: str,
+    messages: int,
+    fmt: str = "rocketmq",
+    **extra: str,
 ) -> float:
-    """`spark.read.format(fmt)` of the whole topic → `noop`; messages/s."""
-    df = spark.read.format(fmt).options(**_reader_options(endpoints, topic)).load()
+    """`spark.read.format(fmt)` of the whole topic (with `extra` options) → `noop`; messages/s."""
+    df = spark.read.format(fmt).options(**_reader_options(endpoints, topic), **extra).load()
     t0 = time.perf_counter()
     df.write.format("noop").mode("overwrite").save()
     return messages / (time.perf_counter() - t0)
@@ -68,14 +73,7 @@ def socket_ceiling_read(
 ) -> float:
     """The ceiling's batches sent over plain TCP by `server` (`benchmarks.socket_ceiling`), same partitions."""
     spark.dataSource.register(SocketCeilingSource)
-    df = (
-        spark.read.format(SOCKET_CEILING_FORMAT)
-        .options(**_reader_options(endpoints, topic), ceilingServer=server)
-        .load()
-    )
-    t0 = time.perf_counter()
-    df.write.format("noop").mode("overwrite").save()
-    return messages / (time.perf_counter() - t0)
+    return batch_read(spark, endpoints, topic, messages, SOCKET_CEILING_FORMAT, ceilingServer=server)
 
 
 def ceiling_stream_read(
