@@ -24,16 +24,21 @@ from .errors import BrokerError
 from .send_columns import SendColumns, all_present, value_at
 
 
-def check_message(cols: SendColumns, i: int, max_body_size: int, now_ms: int) -> None:
-    """Raises BrokerError naming message `i`'s first failing check."""
-    body_len = cols.body_size[i]
-    if body_len == 0:
+def check_body(i: int, size: int, max_body_size: int) -> None:
+    """Raises BrokerError when message `i` has no body or one above `max_body_size` bytes: the check a
+    broker makes itself (`AbstractSendMessageProcessor.msgCheck`, the store) as well as the proxy."""
+    if size == 0:
         raise BrokerError(Violation.EMPTY_BODY, f"message #{i}: body is empty")
-    if body_len > max_body_size:
+    if size > max_body_size:
         raise BrokerError(
             Violation.BODY_TOO_LARGE,
-            f"message #{i}: body of {body_len} bytes exceeds the limit of {max_body_size}",
+            f"message #{i}: body of {size} bytes exceeds the limit of {max_body_size}",
         )
+
+
+def check_message(cols: SendColumns, i: int, max_body_size: int, now_ms: int) -> None:
+    """Raises BrokerError naming message `i`'s first failing check."""
+    check_body(i, cols.body_size[i], max_body_size)
     tag = cols.tag[i] if cols.tag is not None else None
     keys = cols.keys[i] if cols.keys is not None else []
     props = (cols.properties[i] if cols.properties is not None else None) or []
