@@ -177,7 +177,8 @@ static inline int out_i32(Out *o, int64_t v) {
 typedef struct {
     const char *name;
     Py_ssize_t len;
-    int wanted; /* position in `names`, or -1 */
+    uint64_t head; /* its first 8 bytes (fewer: zero-padded), compared before the rest */
+    int wanted;    /* position in `names`, or -1 */
     int hidden;
 } Name;
 
@@ -187,23 +188,40 @@ typedef struct {
     int count;
 } NameTable;
 
-static inline unsigned name_hash(const uint8_t *k, int64_t len) {
+/* A name's first 8 bytes, zero-padded when it is shorter. */
+static inline uint64_t name_head(const uint8_t *k, int64_t len) {
     uint64_t w = 0;
     if (len >= 8)
         memcpy(&w, k, 8);
     else
         for (int64_t i = 0; i < len; i++)
             w |= (uint64_t)k[i] << (8 * i);
-    return (unsigned)(((w ^ ((uint64_t)len * 0x9E3779B97F4A7C15ull)) * 0xFF51AFD7ED558CCDull) >> (64 - SLOT_BITS));
+    return w;
 }
 
-static const Name *name_lookup(const NameTable *t, const uint8_t *k, int64_t len) {
-    for (unsigned i = name_hash(k, len);; i = (i + 1) & (SLOTS - 1)) {
+static inline unsigned name_hash(uint64_t head, int64_t len) {
+    return (unsigned)(((head ^ ((uint64_t)len * 0x9E3779B97F4A7C15ull)) * 0xFF51AFD7ED558CCDull) >> (64 - SLOT_BITS));
+}
+
+/* Whether `k` is the name `nm`: its length and first 8 bytes, then the rest byte by byte (property names are
+   short; a call to memcmp for each cost more than the comparison). */
+static inline int is_name(const Name *nm, uint64_t head, const uint8_t *k, int64_t len) {
+    if (nm->head != head || nm->len != len)
+        return 0;
+    for (int64_t i = 8; i < len; i++)
+        if ((uint8_t)nm->name[i] != k[i])
+            return 0;
+    return 1;
+}
+
+static inline const Name *name_lookup(const NameTable *t, const uint8_t *k, int64_t len) {
+    uint64_t head = name_head(k, len);
+    for (unsigned i = name_hash(head, len);; i = (i + 1) & (SLOTS - 1)) {
         int at = t->slot[i];
         if (!at)
             return NULL;
         const Name *nm = &t->names[at - 1];
-        if (nm->len == len && memcmp(nm->name, k, (size_t)len) == 0)
+        if (is_name(nm, head, k, len))
             return nm;
     }
 }
@@ -228,12 +246,13 @@ static int names_add(NameTable *t, PyObject *seq, int wanted) {
                 PyErr_SetString(PyExc_ValueError, "scan_stored: too many property names");
                 return -1;
             }
-            unsigned j = name_hash(k, len);
-            while (t->slot[j])
-                j = (j + 1) & (SLOTS - 1);
             nm = &t->names[t->count];
             nm->name = (const char *)k;
             nm->len = len;
+            nm->head = name_head(k, len);
+            unsigned j = name_hash(nm->head, len);
+            while (t->slot[j])
+                j = (j + 1) & (SLOTS - 1);
             nm->wanted = -1;
             nm->hidden = 0;
             t->slot[j] = ++t->count;
@@ -303,6 +322,22 @@ static void parsed_clear(Parsed *ps) {
     Py_CLEAR(ps->val_data.ba);
 }
 
+/* The first \x01 in [p, e), or e: eight bytes at a time (names are short, a call to memchr costs more). */
+static inline const uint8_t *first_one(const uint8_t *p, const uint8_t *e) {
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    for (; p + 8 <= e; p += 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        uint64_t x = w ^ ones; /* the bytes that were \x01 are now zero */
+        uint64_t zero = (x - ones) & ~x & highs;
+        if (zero)
+            return p + (__builtin_ctzll(zero) >> 3);
+    }
+    while (p < e && *p != 1)
+        p++;
+    return p;
+}
+
 /* Runs the block for each item of a property string, with `key`, `key_len`, `val` and `val_len` set: items
    end at \x02 (the string's end ends the last one), the name is before the first \x01; items with an empty
    name or value are skipped. */
@@ -313,8 +348,8 @@ static void parsed_clear(Parsed *ps) {
             const uint8_t *e_ = memchr(p_, 2, (size_t)(end_ - p_));                                        \
             if (!e_)                                                                                       \
                 e_ = end_;                                                                                 \
-            const uint8_t *kv_ = memchr(p_, 1, (size_t)(e_ - p_));                                         \
-            if (kv_ && kv_ > p_ && kv_ < e_ - 1) {                                                         \
+            const uint8_t *kv_ = first_one(p_, e_);                                                        \
+            if (kv_ > p_ && kv_ < e_ - 1) {                                                                 \
                 const uint8_t *key = p_, *val = kv_ + 1;                                                   \
                 int64_t key_len = kv_ - p_, val_len = e_ - kv_ - 1;                                        \
                 __VA_ARGS__                                                                                \
