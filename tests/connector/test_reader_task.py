@@ -39,6 +39,21 @@ def test_arrow_schema_is_what_spark_expects() -> None:
     assert not entries.key_field.nullable
 
 
+def test_each_batch_names_its_own_queue_when_one_worker_reads_several() -> None:
+    """The topic, brokerName and queueId columns are made once per queue and sliced for smaller batches:
+    every batch, full or not, names its own queue, also after the IPC stream Spark's serializer writes."""
+    for topic, broker, qid, rows in [("t", "b", 0, 10000), ("t2", "broker-c", 5, 300), ("t", "b", 0, 20)]:
+        batches = to_record_batches(_stored_rows(0, rows), topic, broker, qid)
+        assert [b.num_rows for b in batches] == ([8192, rows - 8192] if rows > 8192 else [rows])
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, ARROW_SCHEMA) as w:
+            for b in batches:
+                w.write_batch(b)
+        for b in [*batches, *pa.ipc.open_stream(sink.getvalue())]:
+            names = b.select(["topic", "brokerName", "queueId"]).to_pylist()
+            assert {tuple(r.values()) for r in names} == {(topic, broker, qid)}
+
+
 def test_conversion_fills_absent_lists_and_maps_and_keeps_null_timestamps() -> None:
     wire = pa.table(
         {
