@@ -31,7 +31,7 @@ import grpc
 import psutil
 
 from benchmarks.cpu_time import client_cpu
-from benchmarks.socket_io import read_into
+from benchmarks.socket_io import read_exact, read_into
 
 _METHOD = "/bench.Floor/Call"
 _LIMIT = 64 << 20
@@ -170,7 +170,7 @@ def _socket_caller(port: int, size: int) -> Iterator[Callable[[int], None]]:
                 (length,) = struct.unpack(">I", head)
                 if length != size:
                     raise RuntimeError("the floor server answered a response of another size")
-                read_into(sock, memoryview(bytearray(length)))
+                read_exact(sock, length)
 
     yield calls
 
