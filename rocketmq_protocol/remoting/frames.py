@@ -18,6 +18,11 @@ from .codes import CURRENT_VERSION, LanguageCode, SerializeType
 from .errors import FrameError, FrameTooLargeError, HeaderError
 from .fastjson import JsonStyle, json_string
 
+try:  # the C reader of the common JSON header (setup.py builds it where a compiler is present)
+    from . import _json_header
+except ImportError:
+    _json_header = None
+
 if TYPE_CHECKING:  # asyncio only for `read_frame` (the emulator's servers): clients skip its ~15 ms import
     import asyncio
 
@@ -160,6 +165,22 @@ def _parse_json(header: bytes | memoryview) -> object:
 
 
 def _decode_json_header(header: bytes | memoryview) -> RemotingCommand:
+    fields = _json_header.parse(header) if _json_header is not None else None
+    if (
+        fields is not None
+    ):  # the common form, read in C; anything else (or an error) goes the json module's way
+        code, language, version, opaque, flag, remark, ext = fields
+        lang = _LANGUAGES.get("JAVA" if language is None else language)
+        if lang is None:
+            lang = _language(language)
+        return RemotingCommand(
+            code, lang, version, opaque, flag, remark, {} if ext is None else ext, b"", SerializeType.JSON
+        )
+    return _decode_json_text(header)
+
+
+def _decode_json_text(header: bytes | memoryview) -> RemotingCommand:
+    """A JSON header read by the json module: every form JSON allows, and each error's own message."""
     try:
         doc = _parse_json(header)
     except (UnicodeDecodeError, ValueError) as e:
