@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -40,6 +40,17 @@ def _pid_set(broker: int | Collection[int] | None) -> frozenset[int]:
     if broker is None:
         return frozenset()
     return frozenset([broker]) if isinstance(broker, int) else frozenset(broker)
+
+
+def idle_cores(groups: Sequence[Collection[int]], seconds: float) -> list[float]:
+    """The CPU each group of processes spends over one common window of `seconds` in which nothing is asked of
+    them, in cores (CPU seconds a second): what a broker's own background work takes from the machine
+    whatever it serves."""
+    procs = {pid: psutil.Process(pid) for group in groups for pid in group}
+    before = {pid: _cpu(p) for pid, p in procs.items()}
+    time.sleep(seconds)
+    spent = {pid: _cpu(p) - before[pid] for pid, p in procs.items()}
+    return [sum(spent[pid] for pid in group) / seconds for group in groups]
 
 
 #: Reads of the process tree a snapshot may take while processes end under it.

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchmarks import spark_reads
-from benchmarks.cpu_time import best_with_cpu, run_logger
+from benchmarks.cpu_time import best_with_cpu, idle_cores, run_logger
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -71,6 +71,9 @@ class Stack:
     create_topic: Callable[[SparkSession, str], None] | None = None
     latency_send: Callable[[SparkSession, str], Callable[[bytes], None]] | None = None
     failures: list[str] = field(default_factory=list)  # runs that raised: "measure (run r): first line"
+    # The broker processes' CPU while idle, in cores, measured after the warm-up: part of every broker CPU
+    # per message above (a read of 1,000,000 in 3 s carries 3 s of it), spent whatever the broker serves.
+    idle: float | None = None
 
     def topic(self, what: str) -> str:
         return f"{self.topic_prefix}{what}"
@@ -228,6 +231,7 @@ def run_workload(
         write(spark, s, s.topic("warmup"), WARMUP_MESSAGES, size)
         batch_read(spark, s, s.topic("warmup"), WARMUP_MESSAGES)
         stream_read(spark, s, s.topic("warmup"), WARMUP_MESSAGES)
+    measure_idle(live, log)
     readable: list[Stack] = []  # the stacks whose first write (the reads' topic) succeeded
     for r in range(repeat):
         for s in live:
@@ -280,6 +284,23 @@ def run_workload(
                 s.figures["latency p50"] = p50 * 1000
                 s.batch_ms = dict(spark_reads.LAST_BATCH_BREAKDOWN)
             s.figures["latency p99"] = min(p99 * 1000, s.figures.get("latency p99", float("inf")))
+
+
+#: Seconds over which the brokers' idle CPU is measured.
+IDLE_SECONDS = 3.0
+
+
+def measure_idle(stacks: list[Stack], log: Callable[[str], None]) -> None:
+    """Each stack's broker processes' idle CPU (`Stack.idle`), all at once while none is asked anything; the
+    emulator's two stacks share their process and its figure."""
+    groups = sorted({tuple(sorted(s.broker_pids)) for s in stacks if s.broker_pids})
+    if not groups:
+        return
+    log(f"the brokers' idle CPU over {IDLE_SECONDS:.0f} s")
+    for group, cores in zip(groups, idle_cores(groups, IDLE_SECONDS), strict=True):
+        for s in stacks:
+            if tuple(sorted(s.broker_pids)) == group:
+                s.idle = cores
 
 
 def _other_brokers(stacks: list[Stack], stack: Stack) -> list[int]:
@@ -381,6 +402,12 @@ def render(stacks: list[Stack], title: str) -> str:
             lines.append(
                 f"{s.label}: CPU µs per message of the best run (broker / Spark's Python / Spark's JVM): {cells}"
             )
+    idle = [f"{s.label} {s.idle * 100:.1f}%" for s in stacks if s.idle is not None]
+    if idle:
+        lines.append(
+            f"the brokers' own CPU while idle ({IDLE_SECONDS:.0f} s after the warm-up), % of a core, part of each "
+            f"broker figure above for as long as its run took: {', '.join(idle)}"
+        )
     for s in stacks:
         if s.batch_ms:
             lines.append(
@@ -406,6 +433,8 @@ def as_json(stacks: list[Stack]) -> list[dict[str, Any]]:
         }
         if s.batch_ms:
             entry["latency_batch_ms"] = dict(s.batch_ms)
+        if s.idle is not None:
+            entry["broker_idle_cores"] = s.idle
         if s.cpu:
             entry["cpu_us_per_message"] = {
                 m: {"broker": c["emulator"], "python": c["python"], "jvm": c["jvm"]} for m, c in s.cpu.items()

@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -82,7 +83,10 @@ def test_quick_run_reports_every_measure(tmp_path):
             assert all(math.isfinite(v) and v >= 0 for v in groups.values()), stack
             assert groups["jvm"] > 0, stack
         assert cpu["write"]["broker"] > 0, stack  # a read's may be under one clock tick at --quick sizes
+        # What the broker's processes spend idle, measured once for all stacks (a fraction of a core each).
+        assert 0 <= stack["broker_idle_cores"] < os.cpu_count(), stack
     assert "stacks: the same workload" in stdout
+    assert "the brokers' own CPU while idle" in stdout
 
 
 def test_a_failed_stack_run_is_reported_and_the_others_kept():
@@ -148,6 +152,22 @@ def test_a_failed_jvm_call_is_reported_with_its_java_exception_and_root_cause():
         "aborted. | Caused by: org.apache.kafka.common.errors.TimeoutException: Topic t not present in metadata"
     )
     assert stacks.failure_reason(RuntimeError("one line")) == "RuntimeError: one line"
+
+
+def test_idle_cores_counts_each_group_over_one_window():
+    from benchmarks.cpu_time import idle_cores
+
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    asleep = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        time.sleep(0.3)  # both started
+        spinning, sleeping, both = idle_cores([[busy.pid], [asleep.pid], [busy.pid, asleep.pid]], 1.0)
+    finally:
+        for p in (busy, asleep):
+            p.kill()
+            p.wait(10)
+    assert spinning > 0.2 and sleeping < 0.05
+    assert both == pytest.approx(spinning + sleeping)
 
 
 PERF_SCRIPT = """\
