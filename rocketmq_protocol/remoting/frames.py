@@ -165,10 +165,9 @@ def _parse_json(header: bytes | memoryview) -> object:
 
 
 def _decode_json_header(header: bytes | memoryview) -> RemotingCommand:
+    # The common form is read in C; anything else (an error too) goes the json module's way.
     fields = _json_header.parse(header) if _json_header is not None else None
-    if (
-        fields is not None
-    ):  # the common form, read in C; anything else (or an error) goes the json module's way
+    if fields is not None:
         code, language, version, opaque, flag, remark, ext = fields
         lang = _LANGUAGES.get("JAVA" if language is None else language)
         if lang is None:
