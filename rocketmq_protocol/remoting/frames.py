@@ -4,6 +4,8 @@ A frame is `int32 L | int32 (serializeType << 24 | H) | header (H bytes) | body 
 apache/rocketmq `RemotingCommand.encode`/`decode`, `RocketMQSerializable` and `NettyDecoder` (Netty's
 LengthFieldBasedFrameDecoder with a 16 MiB limit that counts the 4-byte prefix). Java sends JSON headers by
 default and answers in its own process-wide type, so both are decoded whatever was sent.
+A JSON header of the common form (RemotingCommand's own keys, no escapes) is read by the optional C reader
+`_json_header.c`; any other, and every error, by the json module.
 """
 
 from __future__ import annotations
