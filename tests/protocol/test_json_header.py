@@ -60,8 +60,11 @@ def _golden_headers() -> list[tuple[str, bytes]]:
     return out
 
 
+CAPTURED = _golden_headers()
+
+
 @needs_c
-@pytest.mark.parametrize(("name", "header"), _golden_headers(), ids=lambda v: v if isinstance(v, str) else "")
+@pytest.mark.parametrize(("name", "header"), CAPTURED, ids=lambda v: v if isinstance(v, str) else "")
 def test_headers_captured_from_rocketmq(name, header):
     """Real brokers' headers: the C reader takes every one without an escaped string (responses, pulls),
     and reads it as the json path does; one with an escape (a send's properties) goes the json way."""
@@ -161,7 +164,7 @@ def test_what_it_reads():
 def test_damaged_headers_are_read_as_json_reads_them_or_left_to_it(data):
     """Any byte changed, inserted or cut in a real header: what the C reader takes, the json path reads the
     same way; what the json path rejects, the C reader leaves to it."""
-    _, header = data.draw(st.sampled_from(_golden_headers()))
+    _, header = data.draw(st.sampled_from(CAPTURED))
     b = bytearray(header)
     for _ in range(data.draw(st.integers(1, 3))):
         i = data.draw(st.integers(0, max(len(b) - 1, 0)))
