@@ -47,16 +47,19 @@ static int string_span(Cursor *c, const unsigned char **start, Py_ssize_t *len) 
     return 0;
 }
 
-/* A str from a string's bytes (NULL, without an exception set, when they are not valid UTF-8). */
-static PyObject *string_value(Cursor *c) {
-    const unsigned char *s;
-    Py_ssize_t n;
-    if (!string_span(c, &s, &n))
-        return NULL;
+/* A str of `n` bytes (NULL, without an exception set, when they are not valid UTF-8). */
+static PyObject *decode(const unsigned char *s, Py_ssize_t n) {
     PyObject *v = PyUnicode_DecodeUTF8((const char *)s, n, "strict");
     if (v == NULL)
         PyErr_Clear();
     return v;
+}
+
+/* A string value as a str (NULL, without an exception set, outside the accepted form). */
+static PyObject *string_value(Cursor *c) {
+    const unsigned char *s;
+    Py_ssize_t n;
+    return string_span(c, &s, &n) ? decode(s, n) : NULL;
 }
 
 /* The names seen most (extFields' keys, language's values): the same few in every header of a peer, so each
@@ -77,11 +80,9 @@ static PyObject *name_value(Cursor *c) {
             return u;
         }
     }
-    PyObject *v = PyUnicode_DecodeUTF8((const char *)s, n, "strict");
-    if (v == NULL) {
-        PyErr_Clear();
+    PyObject *v = decode(s, n);
+    if (v == NULL)
         return NULL;
-    }
     if (n_names < NAMES && n <= 64 && PyUnicode_IS_ASCII(v)) {
         names[n_names++] = v;
         Py_INCREF(v);

@@ -171,11 +171,16 @@ def _decode_json_header(header: bytes | memoryview) -> RemotingCommand:
     fields = _json_header.parse(header) if _json_header is not None else None
     if fields is not None:
         code, language, version, opaque, flag, remark, ext = fields
-        lang = _LANGUAGES.get("JAVA" if language is None else language)
-        if lang is None:
-            lang = _language(language)
         return RemotingCommand(
-            code, lang, version, opaque, flag, remark, {} if ext is None else ext, b"", SerializeType.JSON
+            code,
+            _language("JAVA" if language is None else language),
+            version,
+            opaque,
+            flag,
+            remark,
+            {} if ext is None else ext,
+            b"",
+            SerializeType.JSON,
         )
     return _decode_json_text(header)
 
@@ -190,10 +195,7 @@ def _decode_json_text(header: bytes | memoryview) -> RemotingCommand:
         raise HeaderError(f"JSON header is not an object: {type(doc).__name__}")
     if "code" not in doc:
         raise HeaderError("JSON header has no 'code'")
-    language = doc.get("language", "JAVA")
-    lang = _LANGUAGES.get(language) if type(language) is str else None
-    if lang is None:
-        lang = _language(language)
+    lang = _language(doc.get("language", "JAVA"))
     remark = doc.get("remark")
     if remark is not None and type(remark) is not str:
         raise HeaderError(f"JSON header field 'remark' is not a string: {remark!r}")
@@ -219,7 +221,9 @@ _STR_ONLY = frozenset({str})
 
 
 def _language(language: object) -> LanguageCode | int:
-    """A header's `language` that is not a known name: an unknown name, or a number (known or not)."""
+    """A header's `language`: a known name, an unknown name (OTHER), or a number (known or not)."""
+    if type(language) is str:
+        return _LANGUAGES.get(language, LanguageCode.OTHER)
     if isinstance(language, str):
         return LanguageCode.OTHER
     if isinstance(language, int) and not isinstance(language, bool):

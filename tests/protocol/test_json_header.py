@@ -176,7 +176,7 @@ def test_damaged_headers_are_read_as_json_reads_them_or_left_to_it(data):
         elif b:
             del b[i:]
     damaged = bytes(b)
-    if not _agrees(damaged) and PARSE.parse(damaged) is None:
+    if not _agrees(damaged):  # left to the json path: its error stands
         expected = _json_path(damaged)
         if expected is HeaderError:
             with pytest.raises(HeaderError):
