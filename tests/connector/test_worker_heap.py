@@ -140,3 +140,39 @@ def test_a_spark_worker_reuses_freed_buffers_without_page_faults() -> None:
     default = _reuse_faults(in_worker=False)
     assert default >= 1000, default
     assert _reuse_faults(in_worker=True) < default // 10
+
+
+_ARENAS_PROBE = """
+import ctypes, sys, threading
+from connector.worker_heap import freeze_worker_heap
+if {in_worker}:
+    sys.modules["pyspark.worker_util"] = sys
+freeze_worker_heap()
+together = threading.Barrier(3)
+
+def allocate():  # a reader or prefetch thread of a read task: buffers of a pull's size, all alive at once
+    buffers = [bytearray(1 << 20) for _ in range(4)]
+    together.wait(timeout=30)
+    del buffers
+
+threads = [threading.Thread(target=allocate) for _ in range(3)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+ctypes.CDLL(None).malloc_stats()  # a paragraph per arena, on stderr
+"""
+
+
+def _arenas(in_worker: bool) -> int:
+    code = _ARENAS_PROBE.format(in_worker=in_worker)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return sum(line.startswith("Arena ") for line in out.stderr.splitlines())
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="malloc arenas are capped on glibc only")
+def test_threads_a_spark_worker_starts_later_allocate_from_its_main_arena() -> None:
+    # glibc's default: each thread allocating while the others do gets an arena of its own
+    assert _arenas(in_worker=False) == 4
+    assert _arenas(in_worker=True) == 1
