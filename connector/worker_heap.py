@@ -30,8 +30,8 @@ thresholds went from 4.8–5.6M to 6.3–7.1M msgs/s, a Spark batch read's Pytho
 It also caps glibc's arenas at one (`M_ARENA_MAX`): the threads started afterwards (the client's connection
 readers, each read task's prefetch thread) allocate from the main arena, where the thresholds above keep
 freed memory, instead of from arenas of their own, where what one pull freed was page-faulted in afresh by
-later ones. A worker that had also written and read a second cluster took 18,000–28,000 minor faults
-and 0.16–0.63 s of system time in each of three `nameServer` batch reads of 1,000,000 messages in a row;
+later ones. A worker that had also written and read a second cluster took 18,000–25,000 minor faults
+and 0.16–0.47 s of system time in each of three `nameServer` batch reads of 1,000,000 messages in a row;
 with the cap 1,900–3,400 and 0.07–0.17 s in the first and a few hundred after. Python's small objects come
 from pymalloc and Arrow's buffers from Arrow's own pool, so the one arena serves the large buffers only.
 """
