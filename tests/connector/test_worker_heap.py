@@ -30,11 +30,16 @@ print(before, first, again, after_import, gc.get_freeze_count())
 """
 
 
-def _python(code: str) -> list[int]:
-    """The integers `code` prints, run in a fresh interpreter."""
+def _completed(code: str) -> subprocess.CompletedProcess[str]:
+    """`code` run to its end in a fresh interpreter, its output captured."""
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    return [int(x) for x in out.stdout.split()]
+    return out
+
+
+def _python(code: str) -> list[int]:
+    """The integers `code` prints, run in a fresh interpreter."""
+    return [int(x) for x in _completed(code).stdout.split()]
 
 
 def _run(probe: str, in_worker: bool) -> list[int]:
@@ -150,7 +155,7 @@ if {in_worker}:
 freeze_worker_heap()
 together = threading.Barrier(3)
 
-def allocate():  # a reader or prefetch thread of a read task: buffers of a pull's size, all alive at once
+def allocate():  # a read task's reader or prefetch thread: large buffers, while the others hold theirs
     buffers = [bytearray(1 << 20) for _ in range(4)]
     together.wait(timeout=30)
     del buffers
@@ -165,10 +170,8 @@ ctypes.CDLL(None).malloc_stats()  # a paragraph per arena, on stderr
 
 
 def _arenas(in_worker: bool) -> int:
-    code = _ARENAS_PROBE.format(in_worker=in_worker)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    return sum(line.startswith("Arena ") for line in out.stderr.splitlines())
+    stats = _completed(_ARENAS_PROBE.format(in_worker=in_worker)).stderr
+    return sum(line.startswith("Arena ") for line in stats.splitlines())
 
 
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="malloc arenas are capped on glibc only")
